@@ -1,0 +1,433 @@
+/* api.c - the malloc family: argument checks, dispatch by size, errno.
+ *
+ * Built twice: as is for libbobox.a (bobox_* names only), and with BOBOX_OVERRIDE for
+ * libbobox.so, where the standard names and glibc's __libc_* aliases point at the
+ * same code. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bobox.h"
+#include "heap.h"
+#include "large.h"
+#include "node.h"
+#include "options.h"
+#include "os.h"
+#include "pagemap.h"
+#include "remote.h"
+#include "stats.h"
+
+/* ---- start-up ------------------------------------------------------------------------ */
+
+enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
+static atomic_int init_state;
+
+/* Runs on the first call; nothing in it allocates. */
+static BX_NOINLINE void init_slow(void) {
+    int expected = INIT_NONE;
+    if (atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) {
+        bx_options_init();
+        bx_sizeclass_init();
+        bx_node_init();
+        bx_heap_global_init();
+        atomic_store(&init_state, INIT_DONE);
+        bx_heap_register_fork_handlers();
+        if (bx_options.verbose) bx_options_report();
+        return;
+    }
+    while (atomic_load(&init_state) != INIT_DONE) sched_yield();
+}
+
+static inline void ensure_init(void) {
+    if (BX_UNLIKELY(atomic_load_explicit(&init_state, memory_order_acquire) != INIT_DONE)) init_slow();
+}
+
+/* ---- allocation ------------------------------------------------------------------------ */
+
+/* Any size, any thread state; NULL with errno ENOMEM when memory cannot be had. */
+static BX_NOINLINE void *malloc_slow(size_t size) {
+    if (BX_UNLIKELY(size > PTRDIFF_MAX)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ensure_init();
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bx_heap_t *h = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
+        void *p = h ? bx_heap_alloc(h, size) : bx_heap_alloc_orphan(size);
+        if (BX_LIKELY(p != NULL)) return p;
+        /* Out of memory: give every cache back to the OS, then try once more. */
+        bx_heap_trim_all();
+        bx_node_purge(true);
+        bx_large_purge(true);
+    }
+    errno = ENOMEM;
+    return NULL;
+}
+
+BX_API void *bobox_malloc(size_t size) {
+    bx_heap_t *h = bx_tls_heap;
+    if (BX_LIKELY(h != NULL && size <= BX_SMALL_MAX)) {
+        void *p = bx_bin_alloc(&h->small[bx_small_bin(size)], &h->small_blocks);
+        if (BX_LIKELY(p != NULL)) {
+            h->counters.small++;
+            return p;
+        }
+    }
+    return malloc_slow(size);
+}
+
+BX_API void *bobox_calloc(size_t count, size_t size) {
+    size_t total;
+    if (BX_UNLIKELY(__builtin_mul_overflow(count, size, &total))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (total > BX_MEDIUM_MAX && total <= PTRDIFF_MAX) {
+        /* Large: fresh mappings are already zero. */
+        ensure_init();
+        bx_heap_t *h = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
+        bool fresh = false;
+        void *p = bx_large_alloc(total, BX_ALIGNMENT, h ? h->node : 0, &fresh);
+        if (p) {
+            if (h) h->counters.large++;
+            if (!fresh) memset(p, 0, total);
+            return p;
+        }
+    }
+    void *p = bobox_malloc(total);
+    if (p) memset(p, 0, total);
+    return p;
+}
+
+/* Marks the block or superblock of an over-allocated aligned object so that free()
+ * rounds its interior pointer down to the object. */
+static void mark_aligned(void *p) {
+    uintptr_t entry = bx_pagemap_get(p);
+    if (bx_tag_of(entry) == BX_TAG_SMALL)
+        bx_block_of(p)->flags |= BX_BLOCK_HAS_ALIGNED;
+    else if (bx_tag_of(entry) == BX_TAG_MEDIUM)
+        ((bx_superblock_t *)bx_span_of(entry))->flags |= BX_SB_HAS_ALIGNED;
+}
+
+/* alignment: a power of two. */
+static void *alloc_aligned(size_t alignment, size_t size) {
+    if (alignment <= BX_ALIGNMENT) return bobox_malloc(size);
+    if (size > PTRDIFF_MAX - alignment) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (alignment < BX_BLOCK_SIZE && size + alignment <= BX_MEDIUM_MAX) {
+        /* Medium objects are 512-byte aligned already. */
+        size_t padded = size > BX_SMALL_MAX && alignment <= BX_MEDIUM_GRAIN ? size : size + alignment - BX_ALIGNMENT;
+        char *p = bobox_malloc(padded);
+        if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
+        mark_aligned(p);
+        return (char *)bx_align_up((uintptr_t)p, alignment);
+    }
+    ensure_init();
+    bx_heap_t *h = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
+    bool fresh;
+    void *p = bx_large_alloc(size, alignment, h ? h->node : 0, &fresh);
+    if (!p) {
+        bx_node_purge(true);
+        bx_large_purge(true);
+        p = bx_large_alloc(size, alignment, h ? h->node : 0, &fresh);
+    }
+    if (!p) errno = ENOMEM;
+    return p;
+}
+
+BX_API int bobox_posix_memalign(void **out, size_t alignment, size_t size) {
+    if (!bx_is_pow2(alignment) || alignment % sizeof(void *)) return EINVAL;
+    int saved = errno;
+    void *p = alloc_aligned(alignment, size);
+    errno = saved;
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
+}
+
+BX_API void *bobox_aligned_alloc(size_t alignment, size_t size) {
+    if (!bx_is_pow2(alignment)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return alloc_aligned(alignment, size);
+}
+
+BX_API void *bobox_memalign(size_t alignment, size_t size) {
+    /* glibc: a non-power-of-two alignment is rounded up to the next power of two. */
+    if (alignment > ((size_t)1 << (sizeof(size_t) * 8 - 1))) {
+        errno = EINVAL;
+        return NULL;
+    }
+    size_t a = alignment < BX_ALIGNMENT ? BX_ALIGNMENT : alignment;
+    while (!bx_is_pow2(a)) a = (a | (a - 1)) + 1;
+    return alloc_aligned(a, size);
+}
+
+BX_API void *bobox_valloc(size_t size) { return alloc_aligned(bx_os_page_size(), size); }
+
+BX_API void *bobox_pvalloc(size_t size) {
+    size_t page = bx_os_page_size();
+    if (size > PTRDIFF_MAX - page) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return alloc_aligned(page, size ? bx_align_up(size, page) : page);
+}
+
+/* ---- free ---------------------------------------------------------------------------------- */
+
+/* What free, realloc and malloc_usable_size learn about a pointer. */
+typedef struct {
+    unsigned tag;      /* 0: not ours */
+    void *object;      /* start of the object holding the pointer */
+    size_t usable;     /* bytes from the pointer to the object's end */
+    bx_block_t *block; /* small */
+    bx_superblock_t *sb; uint32_t index; /* medium */
+    bx_large_t *large; /* large */
+} bx_lookup_t;
+
+/* Resolves p without writing anything; tag 0 if p is not a live object's address. */
+static bx_lookup_t lookup(const void *p) {
+    bx_lookup_t r = {0};
+    uintptr_t entry = bx_pagemap_get(p);
+    switch (bx_tag_of(entry)) {
+    case BX_TAG_SMALL: {
+        bx_block_t *blk = bx_block_of(p);
+        if (blk->heap == BX_BLOCK_NO_OWNER || blk->list == BX_LIST_NONE) break;
+        char *obj = bx_block_object(blk, p);
+        if (!obj || obj >= blk->bump) break;
+        r.tag = BX_TAG_SMALL;
+        r.block = blk;
+        r.object = obj;
+        r.usable = blk->size - (size_t)((const char *)p - obj);
+        break;
+    }
+    case BX_TAG_MEDIUM: {
+        bx_superblock_t *sb = bx_span_of(entry);
+        if (!sb->owner || (const char *)p < sb->first) break;
+        uint32_t index = bx_sb_index(sb, p);
+        char *obj = bx_sb_block(sb, index);
+        if (index >= sb->capacity || !bx_sb_live(sb, index)) break;
+        if (obj != p && !(sb->flags & BX_SB_HAS_ALIGNED)) break;
+        r.tag = BX_TAG_MEDIUM;
+        r.sb = sb;
+        r.index = index;
+        r.object = obj;
+        r.usable = sb->block_size - (size_t)((const char *)p - obj);
+        break;
+    }
+    case BX_TAG_LARGE: {
+        bx_large_t *l = bx_span_of(entry);
+        if (l->user != p) break;
+        r.tag = BX_TAG_LARGE;
+        r.large = l;
+        r.object = l->user;
+        r.usable = l->usable;
+        break;
+    }
+    }
+    return r;
+}
+
+static void free_resolved(bx_lookup_t *r) {
+    bx_heap_t *h = bx_tls_heap;
+    switch (r->tag) {
+    case BX_TAG_SMALL:
+        if (r->block->heap == h)
+            bx_heap_free_small(h, r->block, r->object);
+        else
+            bx_heap_free_foreign(r->block->heap, r->object, r->block->size);
+        break;
+    case BX_TAG_MEDIUM:
+        if (r->sb->heap == h)
+            bx_heap_free_medium(h, r->sb, r->index);
+        else
+            bx_heap_free_foreign(r->sb->heap, r->object, r->sb->block_size);
+        break;
+    case BX_TAG_LARGE: {
+        int saved = errno; /* free() must not change errno, and munmap may */
+        bx_large_free(r->large);
+        errno = saved;
+        break;
+    }
+    }
+}
+
+static BX_NOINLINE void free_slow(void *p, const char *caller) {
+    bx_lookup_t r = lookup(p);
+    if (BX_UNLIKELY(!r.tag)) bx_fatal(caller, p);
+    free_resolved(&r);
+}
+
+BX_API void bobox_free(void *p) {
+    if (BX_UNLIKELY(!p)) return;
+    if (BX_LIKELY(bx_tag_of(bx_pagemap_get(p)) == BX_TAG_SMALL)) {
+        bx_block_t *blk = bx_block_of(p);
+        bx_heap_t *h = bx_tls_heap;
+        if (BX_LIKELY(blk->heap == h)) {
+            void *obj = bx_block_object(blk, p);
+            if (BX_LIKELY(obj != NULL && (char *)obj < blk->bump)) {
+                bx_heap_free_small(h, blk, obj);
+                return;
+            }
+        }
+    }
+    free_slow(p, "free(): invalid pointer");
+}
+
+BX_API void bobox_free_sized(void *p, size_t size) {
+    (void)size;
+    bobox_free(p);
+}
+
+BX_API void bobox_free_aligned_sized(void *p, size_t alignment, size_t size) {
+    (void)alignment;
+    (void)size;
+    bobox_free(p);
+}
+
+BX_API size_t bobox_malloc_usable_size(void *p) {
+    if (!p) return 0;
+    bx_lookup_t r = lookup(p);
+    if (!r.tag) bx_fatal("malloc_usable_size(): invalid pointer", p);
+    return r.usable;
+}
+
+BX_API int bobox_owns(const void *p) {
+    if (!p) return 0;
+    bx_lookup_t r = lookup(p);
+    return r.tag != 0 && r.object == p;
+}
+
+BX_API void *bobox_realloc(void *p, size_t size) {
+    if (!p) return bobox_malloc(size);
+    if (size == 0) { /* glibc: frees and returns NULL */
+        bobox_free(p);
+        return NULL;
+    }
+    bx_lookup_t r = lookup(p);
+    if (!r.tag) bx_fatal("realloc(): invalid pointer", p);
+    if (size > PTRDIFF_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    /* Fits, and would not waste more than half: keep it. */
+    if (size <= r.usable && (size >= r.usable / 2 || r.usable <= 64)) return p;
+    if (r.tag == BX_TAG_LARGE && size > BX_MEDIUM_MAX) {
+        void *q = bx_large_realloc(r.large, size);
+        if (q) return q;
+    }
+    void *q = bobox_malloc(size);
+    if (!q) return NULL;
+    memcpy(q, p, size < r.usable ? size : r.usable);
+    free_resolved(&r);
+    return q;
+}
+
+BX_API void *bobox_reallocarray(void *p, size_t count, size_t size) {
+    size_t total;
+    if (__builtin_mul_overflow(count, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return bobox_realloc(p, total);
+}
+
+/* ---- housekeeping ------------------------------------------------------------------------ */
+
+BX_API int bobox_malloc_trim(size_t pad) {
+    (void)pad;
+    ensure_init();
+    size_t before = bx_os_released_bytes();
+    bx_heap_trim_all();
+    bx_node_purge(true);
+    bx_large_purge(true);
+    return bx_os_released_bytes() != before;
+}
+
+BX_API int bobox_mallopt(int param, int value) {
+    (void)param;
+    (void)value;
+    return 1; /* glibc's tuning knobs have no meaning here; accepted and ignored */
+}
+
+BX_API void bobox_malloc_stats(void) {
+    ensure_init();
+    bobox_print_stats(2);
+}
+
+BX_API void bobox_get_stats(struct bobox_stats *out) {
+    ensure_init();
+    bx_stats_collect(out);
+}
+
+static struct mallinfo2 mallinfo_of_stats(void) {
+    struct bobox_stats s;
+    bobox_get_stats(&s);
+    struct mallinfo2 mi = {0};
+    mi.arena = s.mapped_bytes;
+    mi.hblks = s.large_objects;
+    mi.hblkhd = s.large_bytes;
+    mi.uordblks = s.allocated_bytes;
+    mi.fordblks = s.mapped_bytes > s.allocated_bytes ? s.mapped_bytes - s.allocated_bytes : 0;
+    mi.keepcost = s.large_cached_bytes;
+    mi.usmblks = s.peak_mapped_bytes;
+    return mi;
+}
+
+BX_API struct mallinfo2 bobox_mallinfo2(void) { return mallinfo_of_stats(); }
+
+BX_API struct mallinfo bobox_mallinfo(void) {
+    struct mallinfo2 m2 = mallinfo_of_stats();
+    struct mallinfo mi = {0};
+    /* The old interface has int fields: saturate rather than wrap. */
+#define CLAMP(v) ((v) > (size_t)__INT_MAX__ ? __INT_MAX__ : (int)(v))
+    mi.arena = CLAMP(m2.arena);
+    mi.hblks = CLAMP(m2.hblks);
+    mi.hblkhd = CLAMP(m2.hblkhd);
+    mi.uordblks = CLAMP(m2.uordblks);
+    mi.fordblks = CLAMP(m2.fordblks);
+    mi.keepcost = CLAMP(m2.keepcost);
+    mi.usmblks = CLAMP(m2.usmblks);
+#undef CLAMP
+    return mi;
+}
+
+#ifdef BOBOX_OVERRIDE
+/* The standard names, glibc's internal aliases, and nothing else: same code, no jump. */
+#define BX_ALIAS(name, target) extern __typeof__(target) name __attribute__((alias(#target), visibility("default")))
+BX_ALIAS(malloc, bobox_malloc);
+BX_ALIAS(free, bobox_free);
+BX_ALIAS(calloc, bobox_calloc);
+BX_ALIAS(realloc, bobox_realloc);
+BX_ALIAS(reallocarray, bobox_reallocarray);
+BX_ALIAS(posix_memalign, bobox_posix_memalign);
+BX_ALIAS(aligned_alloc, bobox_aligned_alloc);
+BX_ALIAS(memalign, bobox_memalign);
+BX_ALIAS(valloc, bobox_valloc);
+BX_ALIAS(pvalloc, bobox_pvalloc);
+BX_ALIAS(malloc_usable_size, bobox_malloc_usable_size);
+BX_ALIAS(free_sized, bobox_free_sized);
+BX_ALIAS(free_aligned_sized, bobox_free_aligned_sized);
+BX_ALIAS(malloc_trim, bobox_malloc_trim);
+BX_ALIAS(mallinfo, bobox_mallinfo);
+BX_ALIAS(mallinfo2, bobox_mallinfo2);
+BX_ALIAS(mallopt, bobox_mallopt);
+BX_ALIAS(malloc_stats, bobox_malloc_stats);
+BX_ALIAS(cfree, bobox_free);
+BX_ALIAS(__libc_malloc, bobox_malloc);
+BX_ALIAS(__libc_free, bobox_free);
+BX_ALIAS(__libc_calloc, bobox_calloc);
+BX_ALIAS(__libc_realloc, bobox_realloc);
+BX_ALIAS(__libc_memalign, bobox_memalign);
+BX_ALIAS(__libc_valloc, bobox_valloc);
+BX_ALIAS(__libc_pvalloc, bobox_pvalloc);
+BX_ALIAS(__posix_memalign, bobox_posix_memalign);
+#endif

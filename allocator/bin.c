@@ -1,0 +1,148 @@
+/* bin.c - chain records, block lists and their transitions. */
+#include "bin.h"
+
+static uint32_t max_chains_for(uint32_t size) {
+    uint32_t n = (uint32_t)(BX_BLOCK_SIZE / size);
+    return n < BX_MIN_CHAINS ? BX_MIN_CHAINS : n;
+}
+
+uint32_t bx_bin_ring_size(uint32_t size) { return bx_chainstack_ring_size(max_chains_for(size)); }
+
+void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size) {
+    bx_chainstack_init(&b->chains, ring, ring_size);
+    b->size = size;
+    b->per_block = (uint32_t)((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size);
+    b->max_chains = max_chains_for(size);
+    b->index = index;
+    b->allocated = 0;
+    for (int i = 0; i < BX_LIST_COUNT; i++) {
+        b->lists[i] = NULL;
+        b->list_len[i] = 0;
+    }
+}
+
+uint32_t bx_bin_bound(const bx_bin_t *b) {
+    size_t bound = 2 * b->allocated / b->per_block;
+    if (bound < BX_MIN_CHAINS) return BX_MIN_CHAINS;
+    return bound > b->max_chains ? b->max_chains : (uint32_t)bound;
+}
+
+static void list_unlink(bx_bin_t *b, bx_block_t *blk) {
+    if (blk->list == BX_LIST_QUEUE || blk->list == BX_LIST_NONE) return;
+    if (blk->prev)
+        blk->prev->next = blk->next;
+    else
+        b->lists[blk->list] = blk->next;
+    if (blk->next) blk->next->prev = blk->prev;
+    b->list_len[blk->list]--;
+    blk->prev = blk->next = NULL;
+    blk->list = BX_LIST_NONE;
+}
+
+static void list_push(bx_bin_t *b, bx_block_t *blk, unsigned list) {
+    blk->list = (uint8_t)list;
+    blk->prev = NULL;
+    blk->next = b->lists[list];
+    if (blk->next) blk->next->prev = blk;
+    b->lists[list] = blk;
+    b->list_len[list]++;
+}
+
+/* A block no chain refers to goes where its fill level says (thesis §8.1.1). */
+static void place(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
+    list_unlink(b, blk);
+    blk->list = BX_LIST_NONE;
+    if (blk->used == 0) {
+        blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
+        bx_blockcache_free(cache, blk);
+        return;
+    }
+    uint32_t free = bx_block_free_count(blk);
+    if (free == 0)
+        list_push(b, blk, BX_LIST_FULL);
+    else if (2 * free > blk->capacity)
+        list_push(b, blk, BX_LIST_ALMOST_EMPTY);
+    else
+        list_push(b, blk, BX_LIST_ALMOST_FULL);
+}
+
+static void unref(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
+    if (--blk->chain_refs == 0) place(b, blk, cache);
+}
+
+void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache) {
+    unref(b, bx_chainstack_pop(&b->chains), cache);
+}
+
+static void enqueue(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
+    if (blk->list != BX_LIST_QUEUE) {
+        list_unlink(b, blk);
+        blk->list = BX_LIST_QUEUE;
+    }
+    blk->chain_refs++;
+    bx_chainstack_push(&b->chains, blk, count);
+}
+
+void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
+    enqueue(b, blk, 1);
+    uint32_t bound = bx_bin_bound(b);
+    while (b->chains.len > bound) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
+}
+
+void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap) {
+    bx_block_t *blk = b->lists[BX_LIST_ALMOST_FULL];
+    if (!blk) blk = b->lists[BX_LIST_ALMOST_EMPTY];
+    if (!blk) {
+        blk = bx_blockcache_alloc(cache);
+        if (!blk) return NULL;
+        bx_block_init(blk, heap, b->index, b->size);
+    }
+    /* All its free objects become one chain on top. */
+    enqueue(b, blk, bx_block_free_count(blk));
+    return bx_bin_alloc(b, cache);
+}
+
+void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
+    bx_block_push(blk, obj);
+    b->allocated--;
+    if (blk->list != BX_LIST_QUEUE) place(b, blk, cache);
+}
+
+void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache) {
+    while (b->chains.len) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
+}
+
+bool bx_bin_check(const bx_bin_t *b) {
+    for (unsigned list = BX_LIST_FULL; list < BX_LIST_COUNT; list++) {
+        uint32_t n = 0;
+        const bx_block_t *prev = NULL;
+        for (const bx_block_t *blk = b->lists[list]; blk; prev = blk, blk = blk->next, n++) {
+            uint32_t free = bx_block_free_count(blk);
+            if (blk->list != list || blk->prev != prev || blk->chain_refs || blk->size != b->size) return false;
+            if (blk->used == 0 || blk->used > blk->capacity) return false;
+            if (list == BX_LIST_FULL && free != 0) return false;
+            if (list == BX_LIST_ALMOST_FULL && (free == 0 || 2 * free > blk->capacity)) return false;
+            if (list == BX_LIST_ALMOST_EMPTY && 2 * free <= blk->capacity) return false;
+        }
+        if (n != b->list_len[list]) return false;
+    }
+    /* Chain records: every count fits in its block, and refs match the records. */
+    const bx_chainstack_t *cs = &b->chains;
+    for (uint32_t i = 0; i < cs->len; i++) {
+        const bx_chain_t *rec = &cs->ring[(cs->oldest + i) & cs->mask];
+        const bx_block_t *blk = rec->block;
+        if (blk->list != BX_LIST_QUEUE || rec->count == 0) return false;
+        uint32_t refs = 0, counted = 0;
+        for (uint32_t j = 0; j < cs->len; j++) {
+            const bx_chain_t *other = &cs->ring[(cs->oldest + j) & cs->mask];
+            if (other->block == blk) {
+                refs++;
+                counted += other->count;
+            }
+        }
+        if (refs != blk->chain_refs || counted > bx_block_free_count(blk)) return false;
+    }
+    if (cs->len && cs->top != &cs->ring[(cs->oldest + cs->len - 1) & cs->mask]) return false;
+    if (!cs->len && cs->top) return false;
+    return true;
+}

@@ -1,0 +1,68 @@
+/* bin.h - one small-object allocator: the objects of one size for one thread (DESIGN §3).
+ *
+ * Allocation pops the top chain of the chain stack; a local free lengthens the top
+ * chain or starts a new one. Blocks not referenced by any chain record sit on one of
+ * three lists (full, almost full, almost empty); an empty stack refills from almost
+ * full, then almost empty, then a new block; an entirely free block goes back to the
+ * block cache. */
+#ifndef BX_BIN_H
+#define BX_BIN_H
+
+#include "block.h"
+#include "blockcache.h"
+#include "chainstack.h"
+
+typedef struct bx_bin {
+    bx_chainstack_t chains;
+    uint32_t size;        /* object size */
+    uint32_t per_block;   /* objects per block */
+    uint32_t max_chains;  /* upper end of the bound: 64 KB / size, at least 16 */
+    uint32_t index;
+    size_t allocated;     /* objects handed out and not yet freed */
+    bx_block_t *lists[BX_LIST_COUNT]; /* heads of the full / almost full / almost empty lists */
+    uint32_t list_len[BX_LIST_COUNT];
+} bx_bin_t;
+
+#define BX_MIN_CHAINS 16
+
+void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size);
+/* Records the ring needs for a bin of objects of `size`. */
+uint32_t bx_bin_ring_size(uint32_t size);
+/* The bound on chains: 2 x allocated / objects per block, kept within [16, 64 KB / size]. */
+uint32_t bx_bin_bound(const bx_bin_t *b);
+
+/* Slow paths (bin.c). `cache` supplies and takes back the 64 KB blocks. */
+void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap);
+void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache);
+void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache);
+/* A free that bypasses the chain stack (frees from other threads, DESIGN §4). */
+void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache);
+/* Drops every chain: blocks go to their lists, entirely free ones back to the cache. */
+void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache);
+/* Validates chains, lists and counts; false on any inconsistency. */
+bool bx_bin_check(const bx_bin_t *b);
+
+/* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path". */
+static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
+    bx_chain_t *top = b->chains.top;
+    if (BX_UNLIKELY(!top)) return NULL;
+    void *obj = bx_block_pop(top->block);
+    b->allocated++;
+    if (BX_UNLIKELY(--top->count == 0)) bx_bin_chain_exhausted(b, cache);
+    return obj;
+}
+
+/* Returns true when the free started a new chain (the semi-slow path). */
+static inline bool bx_bin_free(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
+    bx_block_push(blk, obj);
+    b->allocated--;
+    bx_chain_t *top = b->chains.top;
+    if (BX_LIKELY(top && top->block == blk)) {
+        top->count++;
+        return false;
+    }
+    bx_bin_new_chain(b, blk, cache);
+    return true;
+}
+
+#endif

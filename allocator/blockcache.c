@@ -1,0 +1,49 @@
+/* blockcache.c - the superblock-bounded block cache. */
+#include "blockcache.h"
+
+#include "pagemap.h"
+
+static bx_superblock_t *superblock_of(void *block) { return bx_span_of(bx_pagemap_get(block)); }
+
+void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size,
+                        uint32_t bound, int node) {
+    bx_blockalloc_init(&bc->alloc, owner, tag, block_size, node);
+    bc->head = NULL;
+    bc->count = bc->represented = 0;
+    bc->bound = bound;
+}
+
+void *bx_blockcache_alloc(bx_blockcache_t *bc) {
+    void *block = bc->head;
+    if (!block) return bx_blockalloc_alloc(&bc->alloc);
+    bc->head = *(void **)block;
+    bc->count--;
+    if (--superblock_of(block)->cached == 0) bc->represented--;
+    return block;
+}
+
+void bx_blockcache_free(bx_blockcache_t *bc, void *block) {
+    bx_superblock_t *sb = superblock_of(block);
+    if (sb->cached == 0) {
+        if (bc->represented >= bc->bound) {
+            bx_blockalloc_free(&bc->alloc, sb, block);
+            return;
+        }
+        bc->represented++;
+    }
+    sb->cached++;
+    *(void **)block = bc->head;
+    bc->head = block;
+    bc->count++;
+}
+
+void bx_blockcache_flush(bx_blockcache_t *bc) {
+    while (bc->head) {
+        void *block = bc->head;
+        bc->head = *(void **)block;
+        bx_superblock_t *sb = superblock_of(block);
+        sb->cached--;
+        bx_blockalloc_free(&bc->alloc, sb, block);
+    }
+    bc->count = bc->represented = 0;
+}

@@ -1,0 +1,30 @@
+/* blockcache.h - the cached block allocator (DESIGN §5).
+ *
+ * Freed blocks wait in a LIFO for reuse, but the cache is bounded by the number of
+ * superblocks it holds blocks from, not by blocks, so it can never keep many
+ * superblocks from going back: a block whose superblock is not yet represented goes
+ * straight back to the block allocator once the bound is reached. */
+#ifndef BX_BLOCKCACHE_H
+#define BX_BLOCKCACHE_H
+
+#include "superblock.h"
+
+#define BX_SMALL_BLOCK_CACHE_SUPERBLOCKS 8
+#define BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS 1
+
+typedef struct bx_blockcache {
+    bx_blockalloc_t alloc;
+    void *head;              /* cached blocks, linked through their first word */
+    uint32_t count;          /* blocks cached */
+    uint32_t represented;    /* distinct superblocks among them */
+    uint32_t bound;          /* most superblocks represented */
+} bx_blockcache_t;
+
+void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size,
+                        uint32_t bound, int node);
+void *bx_blockcache_alloc(bx_blockcache_t *bc);
+void bx_blockcache_free(bx_blockcache_t *bc, void *block);
+/* Returns every cached block to the block allocator. */
+void bx_blockcache_flush(bx_blockcache_t *bc);
+
+#endif

@@ -1,0 +1,43 @@
+/* chainstack.h - the stack of freed objects limited by chains (DESIGN §3, thesis §8.1.1).
+ *
+ * A chain is a run of consecutive frees into the same block. The stack keeps chain
+ * records (block, count) in a fixed ring used as a double-ended queue: new chains are
+ * pushed on top, objects are popped from the top chain, and when there are more chains
+ * than the bound the oldest record is dropped (its objects stay free in their block).
+ * Every operation is O(1). The objects themselves sit in their blocks' free lists. */
+#ifndef BX_CHAINSTACK_H
+#define BX_CHAINSTACK_H
+
+#include "common.h"
+
+struct bx_block;
+
+typedef struct bx_chain {
+    struct bx_block *block;
+    uint32_t count; /* objects at the head of block's free list that belong to this chain */
+} bx_chain_t;
+
+typedef struct bx_chainstack {
+    bx_chain_t *top;  /* newest record, NULL when empty: all the fast paths read */
+    bx_chain_t *ring; /* mask + 1 records */
+    uint32_t mask;
+    uint32_t oldest;  /* ring index of the oldest record */
+    uint32_t len;     /* records held */
+} bx_chainstack_t;
+
+/* Records a ring needs to hold up to `max_chains` chains plus the one being pushed. */
+static inline uint32_t bx_chainstack_ring_size(uint32_t max_chains) {
+    uint32_t n = 1;
+    while (n < max_chains + 1) n <<= 1;
+    return n;
+}
+
+void bx_chainstack_init(bx_chainstack_t *cs, bx_chain_t *ring, uint32_t ring_size);
+/* Starts a new chain on top; the caller keeps len below the ring size. */
+void bx_chainstack_push(bx_chainstack_t *cs, struct bx_block *block, uint32_t count);
+/* Removes the top record (its chain is used up); returns its block. */
+struct bx_block *bx_chainstack_pop(bx_chainstack_t *cs);
+/* Removes the oldest record; returns its block. */
+struct bx_block *bx_chainstack_drop_oldest(bx_chainstack_t *cs);
+
+#endif

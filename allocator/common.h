@@ -1,0 +1,59 @@
+/* common.h - constants and helpers shared by every part of the allocator. */
+#ifndef BX_COMMON_H
+#define BX_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define BX_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define BX_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define BX_NOINLINE    __attribute__((noinline))
+#define BX_API         __attribute__((visibility("default")))
+#define BX_TLS         __thread __attribute__((tls_model("initial-exec")))
+#ifdef __cplusplus
+#define BX_STATIC_ASSERT static_assert
+#else
+#define BX_STATIC_ASSERT _Static_assert
+#endif
+
+#define BX_KB ((size_t)1024)
+#define BX_MB (1024 * BX_KB)
+
+/* Small objects live in 64 KB blocks aligned to 64 KB (DESIGN §3). */
+#define BX_BLOCK_SHIFT 16
+#define BX_BLOCK_SIZE ((size_t)1 << BX_BLOCK_SHIFT)
+#define BX_BLOCK_MASK (BX_BLOCK_SIZE - 1)
+#define BX_BLOCK_HEADER 64
+/* Largest small object: four must fit in a block beside its header. */
+#define BX_SMALL_MAX ((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / 4 / 16 * 16)
+#define BX_MIN_OBJECT 16
+#define BX_ALIGNMENT 16
+
+/* Medium objects are blocks of 10 MB superblocks; 510 KB does not divide 10 MB (DESIGN §2). */
+#define BX_SUPERBLOCK_SIZE (10 * BX_MB)
+#define BX_MEDIUM_GRAIN 512
+#define BX_MEDIUM_MAX (510 * BX_KB)
+
+/* A remote free list is drained once it holds this much (DESIGN §4). */
+#define BX_REMOTE_DRAIN_BYTES BX_MB
+
+/* What owns a 64 KB chunk of address space (the pagemap's tags, in the low bits of a
+ * header address). */
+enum bx_span_tag {
+    BX_TAG_SMALL = 1,  /* superblock cut into 64 KB small-object blocks */
+    BX_TAG_MEDIUM = 2, /* superblock cut into medium objects */
+    BX_TAG_LARGE = 3,  /* one large mmap'ed object; only the chunk of its pointer is registered */
+};
+#define BX_TAG_MASK ((uintptr_t)7)
+
+static inline size_t bx_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+static inline uintptr_t bx_align_down_ptr(uintptr_t p, size_t a) { return p & ~(uintptr_t)(a - 1); }
+static inline bool bx_is_pow2(size_t n) { return n && !(n & (n - 1)); }
+
+/* Reports a fatal misuse (invalid or double free) and aborts; never returns. */
+__attribute__((noreturn)) void bx_fatal(const char *what, const void *ptr);
+/* Writes a message to stderr without allocating. */
+void bx_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,311 @@
+/* heap.c - thread heaps: creation, adoption, teardown, drains, fork. */
+#define _GNU_SOURCE
+#include "heap.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "large.h"
+#include "lock.h"
+#include "node.h"
+#include "os.h"
+#include "pagemap.h"
+#include "remote.h"
+
+BX_TLS bx_heap_t *bx_tls_heap;
+static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
+
+static bx_lock_t registry_lock = BX_LOCK_INIT; /* every heap list and the abandoned list */
+static bx_heap_t *all_heaps, *abandoned;
+static bx_lock_t orphan_lock = BX_LOCK_INIT;
+static bx_heap_t *orphan;
+static pthread_key_t exit_key;
+
+/* ---- creation ----------------------------------------------------------------------- */
+
+static size_t rings_records(void) {
+    size_t records = 0;
+    for (unsigned i = 0; i < bx_small_bins; i++) records += bx_bin_ring_size(bx_small_size[i]);
+    return records;
+}
+
+static bx_heap_t *heap_create(int node, int state) {
+    size_t head = bx_align_up(sizeof(bx_heap_t), 64);
+    size_t size = bx_align_up(head + rings_records() * sizeof(bx_chain_t), bx_os_page_size());
+    bx_heap_t *h = bx_os_map(size); /* zero-filled; ring pages are touched only when used */
+    if (!h) return NULL;
+    h->map_size = size;
+    h->node = node;
+    h->state = state;
+    bx_chain_t *ring = (bx_chain_t *)((char *)h + head);
+    for (unsigned i = 0; i < bx_small_bins; i++) {
+        uint32_t n = bx_bin_ring_size(bx_small_size[i]);
+        bx_bin_init(&h->small[i], i, bx_small_size[i], ring, n);
+        ring += n;
+    }
+    bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, node);
+    for (unsigned i = 0; i < bx_medium_bins; i++)
+        bx_blockcache_init(&h->medium[i], h, BX_TAG_MEDIUM, bx_medium_size[i], BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS,
+                           node);
+    bx_lock(&registry_lock);
+    h->next_all = all_heaps;
+    all_heaps = h;
+    bx_unlock(&registry_lock);
+    return h;
+}
+
+/* ---- frees that bypass the chain stack ----------------------------------------------- */
+
+static size_t object_size(void *obj, uintptr_t entry) {
+    if (bx_tag_of(entry) == BX_TAG_SMALL) return bx_block_of(obj)->size;
+    return ((bx_superblock_t *)bx_span_of(entry))->block_size;
+}
+
+void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
+    bx_superblock_t *sb = sbp;
+    h->counters.medium_live_bytes -= sb->block_size;
+    bx_sb_clear_live(sb, index);
+    bx_blockcache_free((bx_blockcache_t *)sb->owner, bx_sb_block(sb, index));
+}
+
+void bx_heap_free_direct(bx_heap_t *h, void *obj) {
+    uintptr_t entry = bx_pagemap_get(obj);
+    if (bx_tag_of(entry) == BX_TAG_SMALL) {
+        bx_block_t *blk = bx_block_of(obj);
+        bx_bin_free_direct(&h->small[blk->bin], blk, obj, &h->small_blocks);
+    } else {
+        bx_superblock_t *sb = bx_span_of(entry);
+        bx_heap_free_medium(h, sb, bx_sb_index(sb, obj));
+    }
+}
+
+void bx_heap_drain(bx_heap_t *h) {
+    void *obj = bx_remote_take(h);
+    size_t bytes = 0;
+    while (obj) {
+        void *next = *(void **)obj;
+        bytes += object_size(obj, bx_pagemap_get(obj));
+        bx_heap_free_direct(h, obj);
+        obj = next;
+    }
+    if (bytes) atomic_fetch_sub_explicit(&h->remote_bytes, bytes, memory_order_relaxed);
+}
+
+void bx_heap_release_free(bx_heap_t *h) {
+    bx_heap_drain(h);
+    for (unsigned i = 0; i < bx_small_bins; i++) bx_bin_flush(&h->small[i], &h->small_blocks);
+    bx_blockcache_flush(&h->small_blocks);
+    for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_flush(&h->medium[i]);
+}
+
+/* Takes an ownerless heap for exclusive use (off the abandoned list, or the orphan lock). */
+static bool take_ownerless(bx_heap_t *h, bool wait) {
+    if (h->state == BX_HEAP_ORPHAN) {
+        if (wait) {
+            bx_lock(&orphan_lock);
+            return true;
+        }
+        return bx_trylock(&orphan_lock);
+    }
+    if (wait)
+        bx_lock(&registry_lock);
+    else if (!bx_trylock(&registry_lock))
+        return false;
+    bool taken = false;
+    if (h->state == BX_HEAP_ABANDONED) {
+        for (bx_heap_t **link = &abandoned; *link; link = &(*link)->next_abandoned)
+            if (*link == h) {
+                *link = h->next_abandoned;
+                h->state = BX_HEAP_RECLAIMING;
+                taken = true;
+                break;
+            }
+    }
+    bx_unlock(&registry_lock);
+    return taken;
+}
+
+static void return_ownerless(bx_heap_t *h) {
+    if (h->state == BX_HEAP_ORPHAN) {
+        bx_unlock(&orphan_lock);
+        return;
+    }
+    bx_lock(&registry_lock);
+    if (h->state == BX_HEAP_RECLAIMING) {
+        h->state = BX_HEAP_ABANDONED;
+        h->next_abandoned = abandoned;
+        abandoned = h;
+    }
+    bx_unlock(&registry_lock);
+}
+
+void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
+    bx_heap_t *self = bx_tls_heap;
+    if (self) self->counters.remote_frees++;
+    size_t waiting = bx_remote_push(owner, obj, size);
+    /* Nobody drains a heap whose thread is gone: whoever notices the pile does. */
+    int state = owner->state;
+    if ((state == BX_HEAP_ABANDONED || state == BX_HEAP_ORPHAN) && waiting >= BX_REMOTE_RECLAIM_BYTES &&
+        take_ownerless(owner, false)) {
+        bx_heap_release_free(owner);
+        return_ownerless(owner);
+    }
+}
+
+/* ---- allocation ------------------------------------------------------------------------ */
+
+void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
+    if (bx_remote_pending(h)) {
+        bx_heap_drain(h);
+        void *p = bx_bin_alloc(&h->small[bin], &h->small_blocks);
+        if (p) return p;
+    }
+    return bx_bin_refill_alloc(&h->small[bin], &h->small_blocks, h);
+}
+
+void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
+    if (bx_remote_pending(h)) bx_heap_drain(h);
+    void *p = bx_blockcache_alloc(&h->medium[bin]);
+    if (!p) return NULL;
+    bx_superblock_t *sb = bx_span_of(bx_pagemap_get(p));
+    bx_sb_set_live(sb, bx_sb_index(sb, p));
+    h->counters.medium++;
+    h->counters.medium_live_bytes += sb->block_size;
+    return p;
+}
+
+void *bx_heap_alloc(bx_heap_t *h, size_t size) {
+    if (size <= BX_SMALL_MAX) {
+        unsigned bin = bx_small_bin(size);
+        h->counters.small++;
+        void *p = bx_bin_alloc(&h->small[bin], &h->small_blocks);
+        return p ? p : bx_heap_alloc_small_slow(h, bin);
+    }
+    if (size <= BX_MEDIUM_MAX) return bx_heap_alloc_medium(h, bx_medium_bin(size));
+    bool fresh;
+    h->counters.large++;
+    return bx_large_alloc(size, BX_ALIGNMENT, h->node, &fresh);
+}
+
+/* ---- threads ----------------------------------------------------------------------------- */
+
+static void thread_exit(void *arg) {
+    bx_heap_t *h = arg;
+    bx_tls_heap = NULL;
+    tls_torn_down = true; /* later mallocs of this thread go to the orphan heap */
+    if (!h || h->state != BX_HEAP_LIVE) return;
+    bx_heap_release_free(h);
+    bx_lock(&registry_lock);
+    h->state = BX_HEAP_ABANDONED;
+    h->next_abandoned = abandoned;
+    abandoned = h;
+    bx_unlock(&registry_lock);
+}
+
+static bx_heap_t *adopt(int node) {
+    bx_heap_t *h = NULL;
+    bx_lock(&registry_lock);
+    for (bx_heap_t **link = &abandoned; *link; link = &(*link)->next_abandoned)
+        if ((*link)->node == node) {
+            h = *link;
+            *link = h->next_abandoned;
+            h->state = BX_HEAP_LIVE;
+            break;
+        }
+    bx_unlock(&registry_lock);
+    return h;
+}
+
+bx_heap_t *bx_heap_acquire(void) {
+    if (tls_torn_down) return NULL;
+    int node = bx_node_current();
+    bx_heap_t *h = adopt(node);
+    if (!h) h = heap_create(node, BX_HEAP_LIVE);
+    if (!h) return NULL;
+    bx_tls_heap = h;
+    /* May allocate (keys past the first 32): this thread already has its heap. */
+    pthread_setspecific(exit_key, h);
+    if (bx_remote_pending(h)) bx_heap_drain(h);
+    return h;
+}
+
+void *bx_heap_alloc_orphan(size_t size) {
+    bx_lock(&orphan_lock);
+    if (!orphan) orphan = heap_create(0, BX_HEAP_ORPHAN);
+    void *p = NULL;
+    if (orphan) {
+        if (bx_remote_pending(orphan)) bx_heap_drain(orphan);
+        p = bx_heap_alloc(orphan, size);
+    }
+    bx_unlock(&orphan_lock);
+    return p;
+}
+
+void bx_heap_trim_all(void) {
+    if (bx_tls_heap) bx_heap_release_free(bx_tls_heap);
+    /* Ownerless heaps: take each in turn off the abandoned list, then the orphan. */
+    for (;;) {
+        bx_lock(&registry_lock);
+        bx_heap_t *h = NULL;
+        for (bx_heap_t *a = abandoned; a; a = a->next_abandoned)
+            if (bx_remote_pending(a) || a->small_blocks.count) {
+                h = a;
+                break;
+            }
+        bx_unlock(&registry_lock);
+        if (!h || !take_ownerless(h, true)) break;
+        bx_heap_release_free(h);
+        return_ownerless(h);
+    }
+    bx_lock(&orphan_lock);
+    if (orphan) bx_heap_release_free(orphan);
+    bx_unlock(&orphan_lock);
+}
+
+bool bx_heap_check(bx_heap_t *h) {
+    for (unsigned i = 0; i < bx_small_bins; i++)
+        if (!bx_bin_check(&h->small[i])) return false;
+    if (!bx_blockalloc_check(&h->small_blocks.alloc)) return false;
+    for (unsigned i = 0; i < bx_medium_bins; i++)
+        if (!bx_blockalloc_check(&h->medium[i].alloc)) return false;
+    return true;
+}
+
+void bx_heap_for_each(void (*fn)(bx_heap_t *, void *), void *arg) {
+    bx_lock(&registry_lock);
+    for (bx_heap_t *h = all_heaps; h; h = h->next_all) fn(h, arg);
+    if (orphan) fn(orphan, arg);
+    bx_unlock(&registry_lock);
+}
+
+/* ---- fork ---------------------------------------------------------------------------------- */
+
+static void fork_prepare(void) {
+    bx_lock(&registry_lock);
+    bx_lock(&orphan_lock);
+    bx_large_lock();
+    bx_node_lock_all();
+}
+
+static void fork_parent(void) {
+    bx_node_unlock_all();
+    bx_large_unlock();
+    bx_unlock(&orphan_lock);
+    bx_unlock(&registry_lock);
+}
+
+static void fork_child(void) {
+    bx_node_reset_locks();
+    bx_large_reset_lock();
+    bx_lock_reset(&orphan_lock);
+    bx_lock_reset(&registry_lock);
+    /* Other threads' heaps may be mid-update: never touch them again (their memory
+     * stays with them; frees into them still go to their remote lists safely). */
+    for (bx_heap_t *h = all_heaps; h; h = h->next_all)
+        if (h != bx_tls_heap && (h->state == BX_HEAP_LIVE || h->state == BX_HEAP_RECLAIMING))
+            h->state = BX_HEAP_LOST;
+}
+
+void bx_heap_global_init(void) { pthread_key_create(&exit_key, thread_exit); }
+
+void bx_heap_register_fork_handlers(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }

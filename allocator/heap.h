@@ -1,0 +1,86 @@
+/* heap.h - the per-thread heap: all bins, block caches and the remote list of one thread
+ * (DESIGN §4). Its owner allocates and frees with no lock and no atomic read-modify-write.
+ *
+ * Heaps are never unmapped: a thread that exits abandons its heap (after giving back
+ * what it can) and the next thread on the same node adopts it, so memory is neither lost
+ * nor leaked and short-lived threads cost no superblock traffic. */
+#ifndef BX_HEAP_H
+#define BX_HEAP_H
+
+#include <stdatomic.h>
+
+#include "bin.h"
+#include "blockcache.h"
+#include "sizeclass.h"
+
+enum bx_heap_state {
+    BX_HEAP_LIVE,       /* owned by a running thread */
+    BX_HEAP_ABANDONED,  /* its thread exited; waiting to be adopted */
+    BX_HEAP_RECLAIMING, /* taken off the abandoned list by a thread draining it */
+    BX_HEAP_ORPHAN,     /* shared, behind a lock, for threads past their own teardown */
+    BX_HEAP_LOST,       /* after fork(): another thread's, possibly mid-update; never touched */
+};
+
+/* Written by the owner only; read racily for statistics. */
+typedef struct bx_heap_counters {
+    size_t small, medium, large, remote_frees;
+    size_t medium_live_bytes;
+} bx_heap_counters_t;
+
+typedef struct bx_heap {
+    bx_bin_t small[BX_SMALL_BINS_MAX];
+    bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
+    bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
+    bx_heap_counters_t counters;
+    int node;
+    int state;
+    struct bx_heap *next_all;       /* every heap, for stats and fork */
+    struct bx_heap *next_abandoned;
+    size_t map_size;
+    /* Written by other threads: kept off the owner's cache lines. */
+    _Atomic(void *) remote __attribute__((aligned(64)));
+    atomic_size_t remote_bytes;
+} bx_heap_t;
+
+extern BX_TLS bx_heap_t *bx_tls_heap;
+
+/* The calling thread's heap, created or adopted on first use; NULL for a thread past its
+ * own teardown (it then goes through the orphan heap). */
+bx_heap_t *bx_heap_acquire(void);
+void bx_heap_global_init(void);
+/* Registers the fork handlers; may allocate, so it runs once the allocator works. */
+void bx_heap_register_fork_handlers(void);
+/* Allocation for a thread past its own teardown: the shared orphan heap, under a lock. */
+void *bx_heap_alloc_orphan(size_t size);
+
+/* Allocation and free on a heap the caller owns. */
+void *bx_heap_alloc(bx_heap_t *h, size_t size);
+void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin);
+void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin);
+void bx_heap_free_medium(bx_heap_t *h, void *sb, uint32_t index);
+void bx_heap_drain(bx_heap_t *h);
+/* A local free of a small object; drains the remote list once past its threshold. */
+static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) {
+    if (BX_UNLIKELY(bx_bin_free(&h->small[blk->bin], blk, obj, &h->small_blocks)) &&
+        BX_UNLIKELY(atomic_load_explicit(&h->remote_bytes, memory_order_relaxed) >= BX_REMOTE_DRAIN_BYTES))
+        bx_heap_drain(h);
+}
+/* Frees that skip the chain stack: drained remote frees. */
+void bx_heap_free_direct(bx_heap_t *h, void *obj);
+
+/* Frees an object owned by heap `owner` from a thread that does not own it. */
+void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size);
+/* Drains the remote list into the blocks (DESIGN §4: bypasses the chain stack). */
+void bx_heap_drain(bx_heap_t *h);
+
+/* Gives back everything free in a heap: drains, drops chains, empties caches. */
+void bx_heap_release_free(bx_heap_t *h);
+/* malloc_trim: the caller's heap and every abandoned heap give back what is free. */
+void bx_heap_trim_all(void);
+/* Validates every structure of the heap; false on any inconsistency. */
+bool bx_heap_check(bx_heap_t *h);
+
+/* Walks every heap (stats); the callback must not allocate. */
+void bx_heap_for_each(void (*fn)(bx_heap_t *, void *), void *arg);
+
+#endif

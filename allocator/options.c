@@ -1,0 +1,59 @@
+/* options.c - BOBOX_* environment settings. A bad value is reported once, the default kept. */
+#include "options.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_CACHE_MB 64
+#define DEFAULT_DECAY_MS 1000
+
+bx_options_t bx_options = {
+    .cache_bytes = DEFAULT_CACHE_MB * BX_MB,
+    .decay_ms = DEFAULT_DECAY_MS,
+    .large_cache_bytes = DEFAULT_CACHE_MB * BX_MB,
+};
+
+/* Parses a whole decimal number in [min, max]; false on anything else. */
+static bool parse_number(const char *s, uint64_t min, uint64_t max, uint64_t *out) {
+    if (!s || !*s) return false;
+    uint64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return false;
+        if (v > (max - (uint64_t)(*s - '0')) / 10) return false;
+        v = v * 10 + (uint64_t)(*s - '0');
+    }
+    if (v < min) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_flag(const char *name, const char *s) {
+    if (!s) return false;
+    if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true")) return true;
+    if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false") || !*s) return false;
+    bx_message("bobox: ignoring %s=%s (expected 0 or 1)\n", name, s);
+    return false;
+}
+
+static uint64_t number_setting(const char *name, uint64_t min, uint64_t max, uint64_t fallback) {
+    const char *s = getenv(name);
+    uint64_t v;
+    if (!s) return fallback;
+    if (parse_number(s, min, max, &v)) return v;
+    bx_message("bobox: ignoring %s=%s (expected a whole number from %llu to %llu); using %llu\n", name, s,
+               (unsigned long long)min, (unsigned long long)max, (unsigned long long)fallback);
+    return fallback;
+}
+
+void bx_options_init(void) {
+    bx_options.stats = parse_flag("BOBOX_STATS", getenv("BOBOX_STATS"));
+    bx_options.verbose = parse_flag("BOBOX_VERBOSE", getenv("BOBOX_VERBOSE"));
+    uint64_t mb = number_setting("BOBOX_CACHE_MB", 0, 1 << 20, DEFAULT_CACHE_MB);
+    bx_options.cache_bytes = bx_options.large_cache_bytes = (size_t)mb * BX_MB;
+    bx_options.decay_ms = number_setting("BOBOX_DECAY_MS", 0, 3600 * 1000, DEFAULT_DECAY_MS);
+}
+
+void bx_options_report(void) {
+    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_STATS=%d\n",
+               bx_options.cache_bytes / BX_MB, (unsigned long long)bx_options.decay_ms, bx_options.stats);
+}

@@ -1,0 +1,21 @@
+/* options.h - settings from the environment, read once at start-up without malloc. */
+#ifndef BX_OPTIONS_H
+#define BX_OPTIONS_H
+
+#include "common.h"
+
+typedef struct bx_options_s {
+    bool stats;          /* BOBOX_STATS=1: report at exit */
+    bool verbose;        /* BOBOX_VERBOSE=1: report the settings in force */
+    size_t cache_bytes;  /* BOBOX_CACHE_MB: most free superblock memory each node keeps */
+    uint64_t decay_ms;   /* BOBOX_DECAY_MS: how long free memory may stay cached */
+    size_t large_cache_bytes; /* freed large objects kept for reuse (same setting) */
+} bx_options_t;
+
+extern bx_options_t bx_options;
+
+void bx_options_init(void);
+/* Writes the settings in force to stderr (BOBOX_VERBOSE). */
+void bx_options_report(void);
+
+#endif

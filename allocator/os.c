@@ -1,0 +1,118 @@
+/* os.c - mmap and friends, with the accounting behind BOBOX_STATS. */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef MPOL_PREFERRED
+#define MPOL_PREFERRED 1
+#endif
+#ifndef MPOL_F_ADDR
+#define MPOL_F_ADDR (1 << 1)
+#endif
+
+static atomic_size_t mapped_bytes, peak_mapped_bytes, released_bytes;
+
+static void count_mapped(size_t size) {
+    size_t now = atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed) + size;
+    size_t peak = atomic_load_explicit(&peak_mapped_bytes, memory_order_relaxed);
+    while (now > peak &&
+           !atomic_compare_exchange_weak_explicit(&peak_mapped_bytes, &peak, now, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
+}
+
+static void count_unmapped(size_t size) {
+    atomic_fetch_sub_explicit(&mapped_bytes, size, memory_order_relaxed);
+    atomic_fetch_add_explicit(&released_bytes, size, memory_order_relaxed);
+}
+
+size_t bx_os_page_size(void) {
+    static size_t page;
+    if (BX_UNLIKELY(!page)) page = (size_t)sysconf(_SC_PAGESIZE);
+    return page;
+}
+
+void *bx_os_map(size_t size) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    count_mapped(size);
+    return p;
+}
+
+void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset) {
+    if (alignment <= bx_os_page_size()) return bx_os_map(size);
+    size_t padded = size + alignment - bx_os_page_size();
+    if (padded < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *raw = mmap(NULL, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    char *start = (char *)(bx_align_up((uintptr_t)raw + offset, alignment) - offset);
+    size_t head = (size_t)(start - raw), tail = padded - head - size;
+    if (head) munmap(raw, head);
+    if (tail) munmap(start + size, tail);
+    count_mapped(size);
+    return start;
+}
+
+void bx_os_unmap(void *p, size_t size) {
+    if (!p || !size) return;
+    munmap(p, size);
+    count_unmapped(size);
+}
+
+void bx_os_decommit(void *p, size_t size) {
+    if (!size) return;
+    madvise(p, size, MADV_DONTNEED);
+    atomic_fetch_add_explicit(&released_bytes, size, memory_order_relaxed);
+}
+
+void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move) {
+    void *q = mremap(p, old_size, new_size, may_move ? MREMAP_MAYMOVE : 0);
+    if (q == MAP_FAILED) return NULL;
+    if (new_size > old_size)
+        count_mapped(new_size - old_size);
+    else
+        count_unmapped(old_size - new_size);
+    return q;
+}
+
+bool bx_os_bind(void *p, size_t size, int node) {
+    if (node < 0 || node >= 1024) return false;
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+    mask[node / (8 * sizeof(unsigned long))] = 1UL << (node % (8 * sizeof(unsigned long)));
+    /* Preferred, not strict: a full node spills over instead of failing (as numactl --preferred). */
+    return syscall(SYS_mbind, p, size, MPOL_PREFERRED, mask, (unsigned long)node + 2, 0UL) == 0;
+}
+
+int bx_os_policy_node(const void *p, int *mode_out) {
+    int mode = -1;
+    unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};
+    if (syscall(SYS_get_mempolicy, &mode, mask, 1024UL, p, (unsigned long)MPOL_F_ADDR) != 0) return -1;
+    if (mode_out) *mode_out = mode;
+    for (int i = 0; i < 1024; i++)
+        if (mask[i / (8 * sizeof(unsigned long))] & (1UL << (i % (8 * sizeof(unsigned long))))) return i;
+    return -1;
+}
+
+int bx_os_current_cpu(void) {
+    unsigned cpu = 0;
+    if (syscall(SYS_getcpu, &cpu, NULL, NULL) != 0) return 0;
+    return (int)cpu;
+}
+
+size_t bx_os_mapped_bytes(void) { return atomic_load_explicit(&mapped_bytes, memory_order_relaxed); }
+size_t bx_os_peak_mapped_bytes(void) { return atomic_load_explicit(&peak_mapped_bytes, memory_order_relaxed); }
+size_t bx_os_released_bytes(void) { return atomic_load_explicit(&released_bytes, memory_order_relaxed); }

@@ -1,0 +1,30 @@
+/* os.h - the only door to the kernel's memory calls (mmap, munmap, madvise, mbind). */
+#ifndef BX_OS_H
+#define BX_OS_H
+
+#include "common.h"
+
+/* Anonymous read-write memory, or NULL. Sizes are multiples of the page size. */
+void *bx_os_map(size_t size);
+/* As bx_os_map, placed so that start + offset is a multiple of `alignment` (a power of two). */
+void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset);
+void bx_os_unmap(void *p, size_t size);
+/* Gives the pages back to the OS but keeps the range mapped (reads then see zeros). */
+void bx_os_decommit(void *p, size_t size);
+/* Grows or moves a mapping (mremap); NULL if it cannot. */
+void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);
+/* Prefers NUMA node `node` for the range's pages; false if the kernel refused. */
+bool bx_os_bind(void *p, size_t size, int node);
+/* The node policy the kernel holds for the page at p: node, or -1 if none. */
+int bx_os_policy_node(const void *p, int *mode_out);
+/* NUMA node of the CPU this thread runs on now (getcpu). */
+int bx_os_current_cpu(void);
+
+size_t bx_os_page_size(void);
+
+/* Process-wide counters (bytes). */
+size_t bx_os_mapped_bytes(void);
+size_t bx_os_peak_mapped_bytes(void);
+size_t bx_os_released_bytes(void);
+
+#endif

@@ -1,0 +1,46 @@
+/* sizeclass.c - builds the bin tables once, from the 1.07 growth rule. */
+#include "sizeclass.h"
+
+unsigned bx_small_bins, bx_medium_bins;
+uint32_t bx_small_size[BX_SMALL_BINS_MAX];
+uint32_t bx_medium_size[BX_MEDIUM_BINS_MAX];
+uint8_t bx_small_index[BX_SMALL_MAX / 16 + 1];
+uint8_t bx_medium_index[BX_MEDIUM_MAX / BX_MEDIUM_GRAIN + 1];
+
+/* Sizes s_0 = grain, s_{i+1} = max(s_i + grain, s_i * 1.07 rounded down to the grain), up to max. */
+static unsigned build(uint32_t *sizes, unsigned cap, uint32_t first, uint32_t grain, uint32_t max) {
+    unsigned n = 0;
+    for (uint64_t s = first; n < cap; n++) {
+        if (s >= max) {
+            sizes[n++] = max;
+            break;
+        }
+        sizes[n] = (uint32_t)s;
+        uint64_t grown = s * 107 / 100 / grain * grain;
+        s = grown > s + grain ? grown : s + grain;
+    }
+    return n;
+}
+
+static void fill_index(uint8_t *index, size_t slots, uint32_t grain, const uint32_t *sizes, unsigned bins) {
+    unsigned bin = 0;
+    for (size_t slot = 0; slot < slots; slot++) {
+        while (bin + 1 < bins && sizes[bin] < slot * grain) bin++;
+        index[slot] = (uint8_t)bin;
+    }
+}
+
+void bx_sizeclass_init(void) {
+    if (bx_small_bins) return;
+    unsigned small = build(bx_small_size, BX_SMALL_BINS_MAX, 16, 16, BX_SMALL_MAX);
+    fill_index(bx_small_index, sizeof bx_small_index, 16, bx_small_size, small);
+    /* Medium bins follow the 512 B sequence, starting above the largest small object. */
+    uint32_t all[BX_MEDIUM_BINS_MAX * 2];
+    unsigned total = build(all, BX_MEDIUM_BINS_MAX * 2, 512, BX_MEDIUM_GRAIN, BX_MEDIUM_MAX);
+    unsigned medium = 0;
+    for (unsigned i = 0; i < total && medium < BX_MEDIUM_BINS_MAX; i++)
+        if (all[i] > BX_SMALL_MAX) bx_medium_size[medium++] = all[i];
+    fill_index(bx_medium_index, sizeof bx_medium_index, BX_MEDIUM_GRAIN, bx_medium_size, medium);
+    bx_medium_bins = medium;
+    __atomic_store_n(&bx_small_bins, small, __ATOMIC_RELEASE);
+}

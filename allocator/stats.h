@@ -1,0 +1,9 @@
+/* stats.h - counters behind BOBOX_STATS, malloc_stats and mallinfo. */
+#ifndef BX_STATS_H
+#define BX_STATS_H
+
+#include "bobox.h"
+
+void bx_stats_collect(struct bobox_stats *out);
+
+#endif

@@ -1,0 +1,152 @@
+/* superblock.c - block allocators over superblocks, with the min-heap of DESIGN §5. */
+#include "superblock.h"
+
+#include <string.h>
+
+#include "node.h"
+#include "os.h"
+#include "pagemap.h"
+
+static uint32_t free_blocks(const bx_superblock_t *sb) { return sb->capacity - sb->used; }
+
+static void heap_set(bx_blockalloc_t *ba, uint32_t i, bx_superblock_t *sb) {
+    ba->heap[i] = sb;
+    sb->heap_pos = i;
+}
+
+static void sift_up(bx_blockalloc_t *ba, uint32_t i) {
+    bx_superblock_t *sb = ba->heap[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (free_blocks(ba->heap[parent]) <= free_blocks(sb)) break;
+        heap_set(ba, i, ba->heap[parent]);
+        i = parent;
+    }
+    heap_set(ba, i, sb);
+}
+
+static void sift_down(bx_blockalloc_t *ba, uint32_t i) {
+    bx_superblock_t *sb = ba->heap[i];
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= ba->count) break;
+        if (child + 1 < ba->count && free_blocks(ba->heap[child + 1]) < free_blocks(ba->heap[child])) child++;
+        if (free_blocks(sb) <= free_blocks(ba->heap[child])) break;
+        heap_set(ba, i, ba->heap[child]);
+        i = child;
+    }
+    heap_set(ba, i, sb);
+}
+
+static bool heap_insert(bx_blockalloc_t *ba, bx_superblock_t *sb) {
+    if (ba->count == ba->cap) {
+        /* The array lives in its own mapping: the allocator cannot call malloc. */
+        uint32_t cap = ba->cap ? ba->cap * 2 : (uint32_t)(bx_os_page_size() / sizeof *ba->heap);
+        bx_superblock_t **grown = bx_os_map(cap * sizeof *grown);
+        if (!grown) return false;
+        if (ba->heap) {
+            memcpy(grown, ba->heap, ba->count * sizeof *grown);
+            bx_os_unmap(ba->heap, ba->cap * sizeof *grown);
+        }
+        ba->heap = grown;
+        ba->cap = cap;
+    }
+    ba->heap[ba->count] = sb;
+    sift_up(ba, ba->count++);
+    return true;
+}
+
+static void heap_remove(bx_blockalloc_t *ba, bx_superblock_t *sb) {
+    uint32_t i = sb->heap_pos;
+    sb->heap_pos = BX_SB_NOT_IN_HEAP;
+    if (i == --ba->count) return;
+    heap_set(ba, i, ba->heap[ba->count]);
+    if (i > 0 && free_blocks(ba->heap[i]) < free_blocks(ba->heap[(i - 1) / 2]))
+        sift_up(ba, i);
+    else
+        sift_down(ba, i);
+}
+
+void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag, uint32_t block_size, int node) {
+    memset(ba, 0, sizeof *ba);
+    ba->owner = owner;
+    ba->tag = tag;
+    ba->block_size = block_size;
+    ba->node = node;
+}
+
+static void format(bx_blockalloc_t *ba, bx_superblock_t *sb) {
+    /* Small-object blocks keep 64 KB alignment, so the header takes the first one. */
+    size_t header = ba->tag == BX_TAG_SMALL ? BX_BLOCK_SIZE : bx_align_up(sizeof *sb, 4096);
+    sb->owner = ba;
+    sb->heap = ba->owner;
+    sb->first = (char *)sb + header;
+    sb->free = NULL;
+    sb->bump = sb->first;
+    sb->block_size = ba->block_size;
+    sb->capacity = (uint32_t)((BX_SUPERBLOCK_SIZE - header) / ba->block_size);
+    sb->used = 0;
+    sb->heap_pos = BX_SB_NOT_IN_HEAP;
+    sb->cached = 0;
+    sb->flags = 0;
+    /* Exact for offsets below 16 MB: the rounding error stays under 1/block_size. */
+    sb->div_magic = (((uint64_t)1) << 48) / ba->block_size + 1;
+    memset(sb->live, 0, sizeof sb->live);
+}
+
+void *bx_blockalloc_alloc(bx_blockalloc_t *ba) {
+    if (BX_UNLIKELY(ba->count == 0)) {
+        bx_superblock_t *sb = bx_node_take(ba->node, ba->tag);
+        if (!sb) return NULL;
+        format(ba, sb);
+        if (!heap_insert(ba, sb)) {
+            sb->owner = NULL;
+            bx_node_give(sb);
+            return NULL;
+        }
+        ba->superblocks++;
+    }
+    bx_superblock_t *sb = ba->heap[0]; /* the fullest superblock with a free block */
+    void *block = sb->free;
+    if (block)
+        sb->free = *(void **)block;
+    else {
+        block = sb->bump;
+        sb->bump += sb->block_size;
+    }
+    if (++sb->used == sb->capacity) heap_remove(ba, sb);
+    /* Taking a block only lowers the root's key: the order holds. */
+    return block;
+}
+
+void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block) {
+    *(void **)block = sb->free;
+    sb->free = block;
+    sb->used--;
+    if (sb->used == 0) {
+        if (sb->heap_pos != BX_SB_NOT_IN_HEAP) heap_remove(ba, sb);
+        ba->superblocks--;
+        sb->owner = NULL;
+        bx_node_give(sb); /* entirely free: back to the node at once */
+    } else if (sb->heap_pos == BX_SB_NOT_IN_HEAP) {
+        heap_insert(ba, sb); /* cannot fail: a full superblock left a slot behind */
+    } else {
+        sift_down(ba, sb->heap_pos);
+    }
+}
+
+void bx_blockalloc_destroy(bx_blockalloc_t *ba) {
+    if (ba->heap) bx_os_unmap(ba->heap, ba->cap * sizeof *ba->heap);
+    ba->heap = NULL;
+    ba->count = ba->cap = 0;
+}
+
+bool bx_blockalloc_check(const bx_blockalloc_t *ba) {
+    for (uint32_t i = 0; i < ba->count; i++) {
+        const bx_superblock_t *sb = ba->heap[i];
+        if (sb->heap_pos != i || sb->owner != ba) return false;
+        if (sb->used == 0 || sb->used >= sb->capacity) return false;
+        if (i > 0 && free_blocks(ba->heap[(i - 1) / 2]) > free_blocks(sb)) return false;
+    }
+    return true;
+}

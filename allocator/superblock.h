@@ -1,0 +1,73 @@
+/* superblock.h - 10 MB superblocks and the block allocator per block size (DESIGN §5).
+ *
+ * A block allocator hands out blocks of one size cut from its superblocks. It takes from
+ * the fullest superblock, so nearly empty ones drain and go back: superblocks with free
+ * blocks sit in a binary min-heap keyed by free-block count, each remembering its heap
+ * position. A superblock that becomes entirely free goes back to its node at once. */
+#ifndef BX_SUPERBLOCK_H
+#define BX_SUPERBLOCK_H
+
+#include "common.h"
+
+struct bx_heap;
+struct bx_blockalloc;
+
+/* Most blocks a superblock can hold: medium objects of the smallest medium size. */
+#define BX_SB_LIVE_WORDS ((BX_SUPERBLOCK_SIZE / (BX_SMALL_MAX + 1) + 63) / 64)
+#define BX_SB_NOT_IN_HEAP UINT32_MAX
+
+enum bx_sb_flags {
+    BX_SB_HAS_ALIGNED = 1, /* holds over-allocated aligned medium objects */
+};
+
+typedef struct bx_superblock {
+    struct bx_blockalloc *owner; /* block allocator cutting it, NULL while at the node */
+    struct bx_heap *heap;        /* thread heap of that allocator */
+    char *first;                 /* first block */
+    void *free;                  /* free blocks, linked through their first word */
+    char *bump;                  /* first block never handed out */
+    uint64_t div_magic;          /* (offset * div_magic) >> 48 == offset / block_size */
+    uint32_t block_size, capacity, used;
+    uint32_t heap_pos;           /* index in owner's min-heap, or BX_SB_NOT_IN_HEAP */
+    uint32_t cached;             /* blocks of it waiting in the owner's block cache */
+    uint32_t flags;
+    int node;                    /* NUMA node its memory is bound to */
+    unsigned tag;                /* BX_TAG_SMALL or BX_TAG_MEDIUM while owned */
+    struct bx_superblock *next;  /* link in the node's cache */
+    uint64_t cached_since_ms;    /* when it entered the node's cache */
+    bool decommitted;            /* its pages were given back while cached */
+    uint64_t live[BX_SB_LIVE_WORDS]; /* medium objects currently handed out */
+} bx_superblock_t;
+
+typedef struct bx_blockalloc {
+    bx_superblock_t **heap; /* min-heap by free blocks */
+    uint32_t count, cap;
+    uint32_t block_size;
+    unsigned tag;
+    int node;
+    struct bx_heap *owner;
+    size_t superblocks; /* superblocks it holds */
+} bx_blockalloc_t;
+
+void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag, uint32_t block_size, int node);
+/* A block, or NULL when no superblock can be had (ENOMEM). */
+void *bx_blockalloc_alloc(bx_blockalloc_t *ba);
+void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block);
+/* Gives the heap array back; the allocator must hold no superblock. */
+void bx_blockalloc_destroy(bx_blockalloc_t *ba);
+
+/* The index of the block holding p within its superblock. */
+static inline uint32_t bx_sb_index(const bx_superblock_t *sb, const void *p) {
+    return (uint32_t)(((uint64_t)((const char *)p - sb->first) * sb->div_magic) >> 48);
+}
+static inline char *bx_sb_block(const bx_superblock_t *sb, uint32_t index) {
+    return sb->first + (size_t)index * sb->block_size;
+}
+static inline bool bx_sb_live(const bx_superblock_t *sb, uint32_t i) { return (sb->live[i / 64] >> (i % 64)) & 1; }
+static inline void bx_sb_set_live(bx_superblock_t *sb, uint32_t i) { sb->live[i / 64] |= (uint64_t)1 << (i % 64); }
+static inline void bx_sb_clear_live(bx_superblock_t *sb, uint32_t i) { sb->live[i / 64] &= ~((uint64_t)1 << (i % 64)); }
+
+/* Exposed for the tests of the heap order. */
+bool bx_blockalloc_check(const bx_blockalloc_t *ba);
+
+#endif

@@ -1,0 +1,64 @@
+/* bobox.h - public interface of the Bobox allocator.
+ *
+ * libbobox.so exports the standard malloc family (malloc, free, ...) and the
+ * same functions under a bobox_ prefix. libbobox.a exports only the prefixed
+ * names, so a program can link the allocator without replacing its malloc. */
+#ifndef BOBOX_H
+#define BOBOX_H
+
+#include <stddef.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void *bobox_malloc(size_t size);
+void bobox_free(void *ptr);
+void *bobox_calloc(size_t count, size_t size);
+void *bobox_realloc(void *ptr, size_t size);
+void *bobox_reallocarray(void *ptr, size_t count, size_t size);
+int bobox_posix_memalign(void **out, size_t alignment, size_t size);
+void *bobox_aligned_alloc(size_t alignment, size_t size);
+void *bobox_memalign(size_t alignment, size_t size);
+void *bobox_valloc(size_t size);
+void *bobox_pvalloc(size_t size);
+size_t bobox_malloc_usable_size(void *ptr);
+void bobox_free_sized(void *ptr, size_t size);
+void bobox_free_aligned_sized(void *ptr, size_t alignment, size_t size);
+int bobox_malloc_trim(size_t pad);
+int bobox_mallopt(int param, int value);
+void bobox_malloc_stats(void);
+
+#ifdef __GLIBC__
+struct mallinfo bobox_mallinfo(void);
+struct mallinfo2 bobox_mallinfo2(void);
+#endif
+
+/* 1 if ptr is the start of a live object that this allocator handed out. */
+int bobox_owns(const void *ptr);
+
+/* Counters, summed over all threads (approximate while threads run). */
+struct bobox_stats {
+    size_t small_allocs, medium_allocs, large_allocs; /* calls served per size range */
+    size_t remote_frees;          /* frees of objects owned by another thread's heap */
+    size_t allocated_bytes;       /* handed out and not freed (bin sizes) */
+    size_t large_objects, large_bytes; /* live large (mmap'ed) objects */
+    size_t mapped_bytes;          /* currently mapped from the OS */
+    size_t peak_mapped_bytes;
+    size_t superblocks_in_use;    /* held by thread heaps */
+    size_t superblocks_cached;    /* free, kept by the node allocators */
+    size_t large_cached_bytes;    /* freed large objects kept for reuse */
+    size_t released_bytes;        /* total given back to the OS (munmap + madvise) */
+    size_t heaps_live, heaps_abandoned;
+};
+void bobox_get_stats(struct bobox_stats *out);
+/* Writes the BOBOX_STATS report to the file descriptor. */
+void bobox_print_stats(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,139 @@
+// One small-object allocator (bin) against a model of live objects: chain bound, list
+// transitions, refill order, and blocks going back once entirely free.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+#include <vector>
+#include "internals.h"
+
+namespace {
+struct BinFixture {
+    unsigned index;
+    uint32_t size;
+    std::vector<bx_chain_t> ring;
+    bx_bin_t bin;
+    bx_blockcache_t cache;
+    explicit BinFixture(unsigned bin_index) : index(bin_index) {
+        bx_sizeclass_init();
+        size = bx_small_size[index];
+        ring.resize(bx_bin_ring_size(size));
+        bx_bin_init(&bin, index, size, ring.data(), (uint32_t)ring.size());
+        bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, 0);
+    }
+    void *alloc() {
+        void *p = bx_bin_alloc(&bin, &cache);
+        return p ? p : bx_bin_refill_alloc(&bin, &cache, fake_heap());
+    }
+    void free_local(void *p) { bx_bin_free(&bin, bx_block_of(p), p, &cache); }
+    void free_direct(void *p) { bx_bin_free_direct(&bin, bx_block_of(p), p, &cache); }
+    ~BinFixture() {
+        bx_bin_flush(&bin, &cache);
+        bx_blockcache_flush(&cache);
+        bx_blockalloc_destroy(&cache.alloc);
+    }
+};
+} // namespace
+
+TEST_CASE("bin: random operations keep objects distinct and structures consistent", "[bin]") {
+    for (unsigned index : {0u, 5u, 30u, 60u}) {
+        BinFixture f(index);
+        if (index >= bx_small_bins) continue;
+        std::vector<char *> live;
+        std::set<char *> live_set;
+        std::mt19937 rng(index + 1);
+        size_t in_use_superblocks_before = bx_node_superblocks_in_use();
+        for (int step = 0; step < 40000; step++) {
+            bool grow = live.size() < 50 || rng() % 100 < (step < 20000 ? 60 : 35);
+            if (grow) {
+                char *p = static_cast<char *>(f.alloc());
+                REQUIRE(p != nullptr);
+                REQUIRE((uintptr_t)p % 16 == 0);
+                bx_block_t *blk = bx_block_of(p);
+                REQUIRE(blk->size == f.size);
+                REQUIRE(bx_block_object(blk, p) == p);
+                REQUIRE(live_set.insert(p).second); // never handed out twice
+                memset(p, (int)(uintptr_t)p, f.size);
+                live.push_back(p);
+            } else {
+                size_t i = rng() % live.size();
+                char *p = live[i];
+                REQUIRE((unsigned char)p[f.size - 1] == (unsigned char)(uintptr_t)p); // contents survived
+                live[i] = live.back();
+                live.pop_back();
+                live_set.erase(p);
+                if (rng() % 4 == 0)
+                    f.free_direct(p);
+                else
+                    f.free_local(p);
+            }
+            REQUIRE(f.bin.allocated == live.size());
+            if (step % 97 == 0) REQUIRE(bx_bin_check(&f.bin));
+            REQUIRE(f.bin.chains.len <= bx_bin_bound(&f.bin) + 1);
+        }
+        for (char *p : live) f.free_local(p);
+        REQUIRE(bx_bin_check(&f.bin));
+        bx_bin_flush(&f.bin, &f.cache);
+        // Every block was entirely free, so every one went back to the block cache.
+        for (unsigned l = BX_LIST_FULL; l < BX_LIST_COUNT; l++) REQUIRE(f.bin.lists[l] == nullptr);
+        bx_blockcache_flush(&f.cache);
+        REQUIRE(f.cache.alloc.superblocks == 0);
+        REQUIRE(bx_node_superblocks_in_use() == in_use_superblocks_before);
+    }
+}
+
+TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands on a list", "[bin]") {
+    BinFixture f(3); // 64-byte objects: 1023 per block
+    std::vector<char *> objs;
+    for (int i = 0; i < 40 * 1023; i++) objs.push_back(static_cast<char *>(f.alloc()));
+    // 40 full blocks allocated: the bound is 2 * 40 = 80 chains, within [16, 1024].
+    REQUIRE(bx_bin_bound(&f.bin) == 80);
+    // One free in each block, then three more rounds in blocks 20-39: a new chain for
+    // every free, so the chains of blocks 0-19 are the oldest.
+    std::vector<bx_block_t *> order;
+    for (int round = 0; round < 4; round++)
+        for (int b = round ? 20 : 0; b < 40; b++) {
+            char *p = objs[b * 1023 + round];
+            order.push_back(bx_block_of(p));
+            f.free_local(p);
+        }
+    uint32_t bound = bx_bin_bound(&f.bin);
+    REQUIRE(f.bin.chains.len == bound);
+    // The records held are the newest `bound` chains, oldest first.
+    size_t first_kept = order.size() - bound;
+    for (uint32_t i = 0; i < bound; i++)
+        REQUIRE(f.bin.chains.ring[(f.bin.chains.oldest + i) & f.bin.chains.mask].block == order[first_kept + i]);
+    // Blocks 0-19 left the queue with 1 free object of 1023: almost full.
+    REQUIRE(bx_bin_check(&f.bin));
+    for (int b = 0; b < 20; b++) REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_ALMOST_FULL);
+    for (int b = 20; b < 40; b++) REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_QUEUE);
+    REQUIRE(f.bin.list_len[BX_LIST_ALMOST_FULL] == 20);
+    for (int b = 0; b < 40; b++)
+        for (int i = b < 20 ? 1 : 4; i < 1023; i++) f.free_local(objs[b * 1023 + i]);
+    REQUIRE(bx_bin_check(&f.bin));
+    REQUIRE(f.bin.allocated == 0);
+}
+
+TEST_CASE("bin: refill prefers almost-full, then almost-empty, then a new block", "[bin]") {
+    BinFixture f(20);
+    uint32_t per = f.bin.per_block;
+    std::vector<char *> objs;
+    for (uint32_t i = 0; i < 3 * per; i++) objs.push_back(static_cast<char *>(f.alloc()));
+    bx_block_t *a = bx_block_of(objs[0]), *b = bx_block_of(objs[per]), *c = bx_block_of(objs[2 * per]);
+    REQUIRE((a != b && b != c && a != c));
+    // Direct frees bypass the chain stack: b becomes almost full, c almost empty.
+    f.free_direct(objs[per]);
+    for (uint32_t i = 0; i < per - 1; i++) f.free_direct(objs[2 * per + i]);
+    REQUIRE(b->list == BX_LIST_ALMOST_FULL);
+    REQUIRE(c->list == BX_LIST_ALMOST_EMPTY);
+    REQUIRE(a->list == BX_LIST_FULL);
+    REQUIRE(f.bin.chains.top == nullptr);
+    char *p = static_cast<char *>(f.alloc());
+    REQUIRE(bx_block_of(p) == b);
+    REQUIRE(b->list == BX_LIST_FULL); // its one chain used up
+    p = static_cast<char *>(f.alloc());
+    REQUIRE(bx_block_of(p) == c);
+    REQUIRE(c->list == BX_LIST_QUEUE);
+    REQUIRE(bx_bin_check(&f.bin));
+}

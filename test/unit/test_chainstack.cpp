@@ -1,0 +1,40 @@
+// The chain stack against a reference deque under random operations.
+#include <catch2/catch.hpp>
+#include <deque>
+#include <vector>
+#include "internals.h"
+
+TEST_CASE("chain stack: push, pop, drop oldest match a deque", "[chainstack]") {
+    const uint32_t max_chains = 37;
+    uint32_t ring_size = bx_chainstack_ring_size(max_chains);
+    REQUIRE(ring_size >= max_chains + 1);
+    REQUIRE((ring_size & (ring_size - 1)) == 0);
+    std::vector<bx_chain_t> ring(ring_size);
+    bx_chainstack_t cs;
+    bx_chainstack_init(&cs, ring.data(), ring_size);
+    std::deque<std::pair<bx_block *, uint32_t>> model;
+    std::mt19937 rng(42);
+    for (int step = 0; step < 200000; step++) {
+        int op = rng() % 4;
+        if (op <= 1 && model.size() <= max_chains) {
+            auto *blk = reinterpret_cast<bx_block *>(uintptr_t(rng() % 1000 + 1) << 16);
+            uint32_t count = rng() % 100 + 1;
+            bx_chainstack_push(&cs, blk, count);
+            model.emplace_back(blk, count);
+        } else if (op == 2 && !model.empty()) {
+            REQUIRE(bx_chainstack_pop(&cs) == model.back().first);
+            model.pop_back();
+        } else if (op == 3 && !model.empty()) {
+            REQUIRE(bx_chainstack_drop_oldest(&cs) == model.front().first);
+            model.pop_front();
+        }
+        REQUIRE(cs.len == model.size());
+        if (model.empty()) {
+            REQUIRE(cs.top == nullptr);
+        } else {
+            REQUIRE(cs.top != nullptr);
+            REQUIRE(cs.top->block == model.back().first);
+            REQUIRE(cs.top->count == model.back().second);
+        }
+    }
+}

@@ -1,0 +1,90 @@
+// Block allocators: the min-heap of superblocks, stored positions, the fullest-first rule,
+// and entirely free superblocks going back to the node; the cache's superblock bound.
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <vector>
+#include "internals.h"
+extern "C" {
+#include "pagemap.h"
+}
+
+static bx_superblock_t *sb_of(void *block) { return (bx_superblock_t *)bx_span_of(bx_pagemap_get(block)); }
+
+TEST_CASE("block allocator: takes from the fullest superblock; heap order and positions hold", "[superblock]") {
+    bx_sizeclass_init();
+    for (uint32_t block_size : {uint32_t(BX_BLOCK_SIZE), uint32_t(bx_medium_size[40])}) {
+        unsigned tag = block_size == BX_BLOCK_SIZE ? BX_TAG_SMALL : BX_TAG_MEDIUM;
+        bx_blockalloc_t ba;
+        bx_blockalloc_init(&ba, fake_heap(), tag, block_size, 0);
+        size_t in_use_before = bx_node_superblocks_in_use();
+        std::vector<char *> live;
+        std::set<char *> seen;
+        std::mt19937 rng(block_size);
+        for (int step = 0; step < 6000; step++) {
+            if (live.size() < 20 || rng() % 100 < 55) {
+                // Expected: a block of the non-full superblock with the fewest free blocks.
+                uint32_t min_free = UINT32_MAX;
+                for (uint32_t i = 0; i < ba.count; i++)
+                    min_free = std::min(min_free, ba.heap[i]->capacity - ba.heap[i]->used);
+                char *p = static_cast<char *>(bx_blockalloc_alloc(&ba));
+                REQUIRE(p != nullptr);
+                bx_superblock_t *sb = sb_of(p);
+                REQUIRE(sb->block_size == block_size);
+                REQUIRE((p - sb->first) % block_size == 0);
+                if (min_free != UINT32_MAX) REQUIRE(sb->capacity - (sb->used - 1) == min_free);
+                if (tag == BX_TAG_SMALL) REQUIRE((uintptr_t)p % BX_BLOCK_SIZE == 0);
+                REQUIRE(seen.insert(p).second);
+                live.push_back(p);
+            } else {
+                size_t i = rng() % live.size();
+                char *p = live[i];
+                live[i] = live.back();
+                live.pop_back();
+                seen.erase(p);
+                bx_blockalloc_free(&ba, sb_of(p), p);
+            }
+            REQUIRE(bx_blockalloc_check(&ba));
+        }
+        REQUIRE(ba.superblocks > 1);
+        for (char *p : live) bx_blockalloc_free(&ba, sb_of(p), p);
+        // Entirely free superblocks went back to the node at once, and stale blocks are no longer ours.
+        REQUIRE(ba.superblocks == 0);
+        REQUIRE(ba.count == 0);
+        REQUIRE(bx_node_superblocks_in_use() == in_use_before);
+        REQUIRE(bx_pagemap_get(live.empty() ? nullptr : live[0]) == 0);
+        bx_blockalloc_destroy(&ba);
+    }
+}
+
+TEST_CASE("cached block allocator: never holds blocks of more superblocks than its bound", "[blockcache]") {
+    bx_sizeclass_init();
+    uint32_t size = bx_medium_size[bx_medium_bins - 1]; // 20 blocks per superblock
+    for (uint32_t bound : {1u, 3u}) {
+        bx_blockcache_t bc;
+        bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, bound, 0);
+        std::vector<char *> blocks;
+        for (int i = 0; i < 20 * 6; i++) blocks.push_back(static_cast<char *>(bx_blockcache_alloc(&bc)));
+        REQUIRE(bc.alloc.superblocks == 6);
+        std::mt19937 rng(bound);
+        std::shuffle(blocks.begin(), blocks.end(), rng);
+        std::map<bx_superblock_t *, int> cached;
+        for (char *p : blocks) {
+            bx_blockcache_free(&bc, p);
+            REQUIRE(bc.represented <= bound);
+            std::set<bx_superblock_t *> distinct;
+            for (void *q = bc.head; q; q = *(void **)q) distinct.insert(sb_of(q));
+            REQUIRE(distinct.size() == bc.represented);
+        }
+        // Everything not cached went back; the cache kept at most `bound` superblocks alive.
+        REQUIRE(bc.alloc.superblocks <= bound);
+        REQUIRE(bc.alloc.superblocks == bc.represented);
+        // Reuse is LIFO from the cache, before any new superblock.
+        void *head = bc.head;
+        REQUIRE(bx_blockcache_alloc(&bc) == head);
+        bx_blockcache_free(&bc, head);
+        bx_blockcache_flush(&bc);
+        REQUIRE(bc.alloc.superblocks == 0);
+        bx_blockalloc_destroy(&bc.alloc);
+    }
+}
