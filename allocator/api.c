@@ -32,6 +32,7 @@ static BX_NOINLINE void init_slow(void) {
     if (atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) {
         bx_options_init();
         bx_sizeclass_init();
+        bx_block_init_key();
         bx_node_init();
         bx_heap_global_init();
         atomic_store(&init_state, INIT_DONE);
@@ -103,19 +104,10 @@ BX_API void *bobox_calloc(size_t count, size_t size) {
     return p;
 }
 
-/* Marks the block or superblock of an over-allocated aligned object so that free()
- * rounds its interior pointer down to the object. */
-static void mark_aligned(void *p) {
-    uintptr_t entry = bx_pagemap_get(p);
-    if (bx_tag_of(entry) == BX_TAG_SMALL)
-        bx_block_of(p)->flags |= BX_BLOCK_HAS_ALIGNED;
-    else if (bx_tag_of(entry) == BX_TAG_MEDIUM)
-        ((bx_superblock_t *)bx_span_of(entry))->flags |= BX_SB_HAS_ALIGNED;
-}
-
 /* alignment: a power of two. */
 static void *alloc_aligned(size_t alignment, size_t size) {
     if (alignment <= BX_ALIGNMENT) return bobox_malloc(size);
+    if (size == 0) size = 1; /* the aligned pointer must stay inside its object */
     if (size > PTRDIFF_MAX - alignment) {
         errno = ENOMEM;
         return NULL;
@@ -125,8 +117,9 @@ static void *alloc_aligned(size_t alignment, size_t size) {
         size_t padded = size > BX_SMALL_MAX && alignment <= BX_MEDIUM_GRAIN ? size : size + alignment - BX_ALIGNMENT;
         char *p = bobox_malloc(padded);
         if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
-        mark_aligned(p);
-        return (char *)bx_align_up((uintptr_t)p, alignment);
+        char *aligned = (char *)bx_align_up((uintptr_t)p, alignment);
+        bx_object_mark_aligned(p, aligned);
+        return aligned;
     }
     ensure_init();
     bx_heap_t *h = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
@@ -202,7 +195,7 @@ static bx_lookup_t lookup(const void *p) {
         bx_block_t *blk = bx_block_of(p);
         if (blk->heap == BX_BLOCK_NO_OWNER || blk->list == BX_LIST_NONE) break;
         char *obj = bx_block_object(blk, p);
-        if (!obj || obj >= blk->bump) break;
+        if (!obj || obj >= blk->bump || bx_object_is_free(obj) || !bx_object_handed_out(obj, p)) break;
         r.tag = BX_TAG_SMALL;
         r.block = blk;
         r.object = obj;
@@ -214,8 +207,7 @@ static bx_lookup_t lookup(const void *p) {
         if (!sb->owner || (const char *)p < sb->first) break;
         uint32_t index = bx_sb_index(sb, p);
         char *obj = bx_sb_block(sb, index);
-        if (index >= sb->capacity || !bx_sb_live(sb, index)) break;
-        if (obj != p && !(sb->flags & BX_SB_HAS_ALIGNED)) break;
+        if (index >= sb->capacity || !bx_sb_live(sb, index) || !bx_object_handed_out(obj, p)) break;
         r.tag = BX_TAG_MEDIUM;
         r.sb = sb;
         r.index = index;
@@ -260,9 +252,29 @@ static void free_resolved(bx_lookup_t *r) {
     }
 }
 
+/* A small or medium object that is ours but already free. */
+static bool is_double_free(const void *p) {
+    uintptr_t entry = bx_pagemap_get(p);
+    if (bx_tag_of(entry) == BX_TAG_SMALL) {
+        bx_block_t *blk = bx_block_of(p);
+        char *obj = blk->heap == BX_BLOCK_NO_OWNER ? NULL : bx_block_object(blk, p);
+        return obj && obj < blk->bump && bx_object_is_free(obj);
+    }
+    if (bx_tag_of(entry) == BX_TAG_MEDIUM) {
+        bx_superblock_t *sb = bx_span_of(entry);
+        uint32_t index = bx_sb_index(sb, p);
+        return sb->owner && (const char *)p >= sb->first && index < sb->capacity && bx_sb_block(sb, index) == p &&
+               !bx_sb_live(sb, index);
+    }
+    return false;
+}
+
 static BX_NOINLINE void free_slow(void *p, const char *caller) {
     bx_lookup_t r = lookup(p);
-    if (BX_UNLIKELY(!r.tag)) bx_fatal(caller, p);
+    if (BX_UNLIKELY(!r.tag)) {
+        if (is_double_free(p)) bx_fatal("free(): double free", p);
+        bx_fatal(caller, p);
+    }
     free_resolved(&r);
 }
 
@@ -272,8 +284,8 @@ BX_API void bobox_free(void *p) {
         bx_block_t *blk = bx_block_of(p);
         bx_heap_t *h = bx_tls_heap;
         if (BX_LIKELY(blk->heap == h)) {
-            void *obj = bx_block_object(blk, p);
-            if (BX_LIKELY(obj != NULL && (char *)obj < blk->bump)) {
+            char *obj = bx_block_object(blk, p);
+            if (BX_LIKELY(obj == p && obj < blk->bump && !bx_object_is_free(obj))) {
                 bx_heap_free_small(h, blk, obj);
                 return;
             }
@@ -302,8 +314,7 @@ BX_API size_t bobox_malloc_usable_size(void *p) {
 
 BX_API int bobox_owns(const void *p) {
     if (!p) return 0;
-    bx_lookup_t r = lookup(p);
-    return r.tag != 0 && r.object == p;
+    return lookup(p).tag != 0;
 }
 
 BX_API void *bobox_realloc(void *p, size_t size) {

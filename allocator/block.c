@@ -1,5 +1,23 @@
 /* block.c - formatting small-object blocks. */
+#define _GNU_SOURCE
 #include "block.h"
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+uintptr_t bx_free_key = 0x5bd1e9955bd1e995u;
+
+void bx_block_init_key(void) {
+    uintptr_t key = 0;
+    if (syscall(SYS_getrandom, &key, sizeof key, 1 /* GRND_NONBLOCK */) != sizeof key) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        key = ((uintptr_t)&key * 0x9e3779b97f4a7c15u) ^ (uintptr_t)ts.tv_nsec ^ ((uintptr_t)ts.tv_sec << 32);
+    }
+    /* Odd and above any user-space address: never a valid pointer or a small integer. */
+    bx_free_key = key | 0x8000000000000001u;
+}
 
 void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t size) {
     b->free = NULL;
@@ -14,5 +32,5 @@ void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t s
     b->chain_refs = 0;
     b->bin = (uint8_t)bin;
     b->list = BX_LIST_NONE;
-    b->flags = 0;
+    b->unused = 0;
 }

@@ -25,10 +25,6 @@ enum bx_block_list {
     BX_LIST_COUNT
 };
 
-enum bx_block_flags {
-    BX_BLOCK_HAS_ALIGNED = 1, /* holds over-allocated aligned objects: interior pointers round down */
-};
-
 typedef struct bx_block {
     void *free;                  /* free objects, linked through their first word */
     char *bump;                  /* first object never handed out */
@@ -41,7 +37,7 @@ typedef struct bx_block {
     uint16_t chain_refs;         /* chain records naming this block */
     uint8_t bin;
     uint8_t list;                /* enum bx_block_list */
-    uint8_t flags;               /* enum bx_block_flags */
+    uint8_t unused;
 } bx_block_t;
 
 BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
@@ -54,18 +50,32 @@ static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32
 
 /* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
 void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t size);
+/* Picks the process's free-object key (getrandom; no malloc). */
+void bx_block_init_key(void);
 
-/* The object containing p, or NULL if p is not an object start (nor, in a block with
- * aligned objects, inside one). */
-static inline void *bx_block_object(bx_block_t *b, const void *p) {
-    uint32_t off = (uint32_t)((const char *)p - bx_block_first(b));
+/* The start of the object slot containing p, or NULL if p is outside every slot. */
+static inline char *bx_block_object(bx_block_t *b, const void *p) {
     if (BX_UNLIKELY((uintptr_t)p < (uintptr_t)bx_block_first(b))) return NULL;
+    uint32_t off = (uint32_t)((const char *)p - bx_block_first(b));
     uint32_t index = (uint32_t)(((uint64_t)off * b->div_magic) >> 32);
-    uint32_t start = index * b->size;
     if (BX_UNLIKELY(index >= b->capacity)) return NULL;
-    if (BX_LIKELY(start == off)) return (void *)p;
-    if (b->flags & BX_BLOCK_HAS_ALIGNED) return bx_block_first(b) + start;
-    return NULL;
+    return bx_block_first(b) + index * b->size;
+}
+
+/* Marks free small objects in their second word (as glibc's tcache key does), so a double
+ * free costs one compare to catch. Random per process; zero in a handed-out object. */
+extern uintptr_t bx_free_key;
+static inline bool bx_object_is_free(const void *obj) { return ((const uintptr_t *)obj)[1] == bx_free_key; }
+static inline void bx_object_mark_free(void *obj) { ((uintptr_t *)obj)[1] = bx_free_key; }
+
+/* An over-allocated aligned object hands out an address inside itself; its first two
+ * words (before that address) record which, so free() can tell it from a stray pointer. */
+static inline void bx_object_mark_aligned(void *obj, const void *handed_out) {
+    ((uintptr_t *)obj)[0] = (uintptr_t)handed_out;
+    ((uintptr_t *)obj)[1] = ~bx_free_key;
+}
+static inline bool bx_object_handed_out(const void *obj, const void *p) {
+    return obj == p || (((const uintptr_t *)obj)[0] == (uintptr_t)p && ((const uintptr_t *)obj)[1] == ~bx_free_key);
 }
 
 /* Takes one free object; the caller knows one exists (a chain counts it). */
@@ -77,12 +87,14 @@ static inline void *bx_block_pop(bx_block_t *b) {
         obj = b->bump;
         b->bump += b->size;
     }
+    ((uintptr_t *)obj)[1] = 0;
     b->used++;
     return obj;
 }
 
 static inline void bx_block_push(bx_block_t *b, void *obj) {
     *(void **)obj = b->free;
+    bx_object_mark_free(obj);
     b->free = obj;
     b->used--;
 }

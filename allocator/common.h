@@ -55,5 +55,6 @@ static inline bool bx_is_pow2(size_t n) { return n && !(n & (n - 1)); }
 __attribute__((noreturn)) void bx_fatal(const char *what, const void *ptr);
 /* Writes a message to stderr without allocating. */
 void bx_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bx_message_fd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

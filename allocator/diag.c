@@ -6,16 +6,27 @@
 
 #include "common.h"
 
-void bx_message(const char *fmt, ...) {
+static void vmessage(int fd, const char *fmt, va_list ap) {
     char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap); /* integers and strings only: no malloc */
-    va_end(ap);
     if (n < 0) return;
     if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
     for (ssize_t off = 0, w; off < n; off += w)
-        if ((w = write(2, buf + off, (size_t)(n - off))) <= 0) break;
+        if ((w = write(fd, buf + off, (size_t)(n - off))) <= 0) break;
+}
+
+void bx_message(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(2, fmt, ap);
+    va_end(ap);
+}
+
+void bx_message_fd(int fd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(fd, fmt, ap);
+    va_end(ap);
 }
 
 void bx_fatal(const char *what, const void *ptr) {

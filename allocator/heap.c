@@ -142,6 +142,7 @@ static void return_ownerless(bx_heap_t *h) {
 void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
     bx_heap_t *self = bx_tls_heap;
     if (self) self->counters.remote_frees++;
+    bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
     size_t waiting = bx_remote_push(owner, obj, size);
     /* Nobody drains a heap whose thread is gone: whoever notices the pile does. */
     int state = owner->state;

@@ -38,18 +38,17 @@ void bx_stats_collect(struct bobox_stats *s) {
 }
 
 BX_API void bobox_print_stats(int fd) {
-    (void)fd; /* bx_message writes to stderr */
     struct bobox_stats s;
     bx_stats_collect(&s);
-    bx_message("bobox: allocations: small %zu, medium %zu, large %zu; remote frees %zu\n", s.small_allocs,
+    bx_message_fd(fd, "bobox: allocations: small %zu, medium %zu, large %zu; remote frees %zu\n", s.small_allocs,
                s.medium_allocs, s.large_allocs, s.remote_frees);
-    bx_message("bobox: memory: in use %zu KB, mapped %zu KB (peak %zu KB), given back to the OS %zu KB\n",
+    bx_message_fd(fd, "bobox: memory: in use %zu KB, mapped %zu KB (peak %zu KB), given back to the OS %zu KB\n",
                s.allocated_bytes / 1024, s.mapped_bytes / 1024, s.peak_mapped_bytes / 1024,
                s.released_bytes / 1024);
     for (int node = 0; node < bx_node_count(); node++)
-        bx_message("bobox: node %d: superblocks in use %zu, cached %zu\n", node, bx_node_superblocks_in_use_on(node),
+        bx_message_fd(fd, "bobox: node %d: superblocks in use %zu, cached %zu\n", node, bx_node_superblocks_in_use_on(node),
                    bx_node_superblocks_cached_on(node));
-    bx_message("bobox: large objects %zu (%zu KB), large cache %zu KB; heaps live %zu, abandoned %zu\n",
+    bx_message_fd(fd, "bobox: large objects %zu (%zu KB), large cache %zu KB; heaps live %zu, abandoned %zu\n",
                s.large_objects, s.large_bytes / 1024, s.large_cached_bytes / 1024, s.heaps_live, s.heaps_abandoned);
 }
 

@@ -88,7 +88,6 @@ static void format(bx_blockalloc_t *ba, bx_superblock_t *sb) {
     sb->used = 0;
     sb->heap_pos = BX_SB_NOT_IN_HEAP;
     sb->cached = 0;
-    sb->flags = 0;
     /* Exact for offsets below 16 MB: the rounding error stays under 1/block_size. */
     sb->div_magic = (((uint64_t)1) << 48) / ba->block_size + 1;
     memset(sb->live, 0, sizeof sb->live);

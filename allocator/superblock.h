@@ -16,10 +16,6 @@ struct bx_blockalloc;
 #define BX_SB_LIVE_WORDS ((BX_SUPERBLOCK_SIZE / (BX_SMALL_MAX + 1) + 63) / 64)
 #define BX_SB_NOT_IN_HEAP UINT32_MAX
 
-enum bx_sb_flags {
-    BX_SB_HAS_ALIGNED = 1, /* holds over-allocated aligned medium objects */
-};
-
 typedef struct bx_superblock {
     struct bx_blockalloc *owner; /* block allocator cutting it, NULL while at the node */
     struct bx_heap *heap;        /* thread heap of that allocator */
@@ -30,7 +26,6 @@ typedef struct bx_superblock {
     uint32_t block_size, capacity, used;
     uint32_t heap_pos;           /* index in owner's min-heap, or BX_SB_NOT_IN_HEAP */
     uint32_t cached;             /* blocks of it waiting in the owner's block cache */
-    uint32_t flags;
     int node;                    /* NUMA node its memory is bound to */
     unsigned tag;                /* BX_TAG_SMALL or BX_TAG_MEDIUM while owned */
     struct bx_superblock *next;  /* link in the node's cache */

@@ -37,7 +37,7 @@ struct mallinfo bobox_mallinfo(void);
 struct mallinfo2 bobox_mallinfo2(void);
 #endif
 
-/* 1 if ptr is the start of a live object that this allocator handed out. */
+/* 1 if ptr is the address of a live allocation that this allocator handed out. */
 int bobox_owns(const void *ptr);
 
 /* Counters, summed over all threads (approximate while threads run). */
