@@ -92,6 +92,7 @@ BX_API void *bobox_calloc(size_t count, size_t size) {
         ensure_init();
         bx_heap_t *h = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
         bool fresh = false;
+        if (h) bx_heap_tick(h);
         void *p = bx_large_alloc(total, BX_ALIGNMENT, h ? h->node : 0, &fresh);
         if (p) {
             if (h) h->counters.large++;
@@ -246,6 +247,7 @@ static void free_resolved(bx_lookup_t *r) {
     case BX_TAG_LARGE: {
         int saved = errno; /* free() must not change errno, and munmap may */
         bx_large_free(r->large);
+        if (h) bx_heap_tick(h);
         errno = saved;
         break;
     }

@@ -10,6 +10,7 @@
 #include "node.h"
 #include "os.h"
 #include "pagemap.h"
+#include "options.h"
 #include "remote.h"
 
 BX_TLS bx_heap_t *bx_tls_heap;
@@ -155,7 +156,18 @@ void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
 
 /* ---- allocation ------------------------------------------------------------------------ */
 
+void bx_heap_tick(bx_heap_t *h) {
+    uint64_t now = bx_now_ms();
+    if (now < h->next_purge_ms) return;
+    h->next_purge_ms = now + (bx_options.decay_ms ? bx_options.decay_ms : 1);
+    bx_blockcache_flush(&h->small_blocks);
+    for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_flush(&h->medium[i]);
+    bx_node_purge(false);
+    bx_large_purge(false);
+}
+
 void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
+    bx_heap_tick(h);
     if (bx_remote_pending(h)) {
         bx_heap_drain(h);
         void *p = bx_bin_alloc(&h->small[bin], &h->small_blocks);
@@ -165,6 +177,7 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
 }
 
 void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
+    bx_heap_tick(h);
     if (bx_remote_pending(h)) bx_heap_drain(h);
     void *p = bx_blockcache_alloc(&h->medium[bin]);
     if (!p) return NULL;
@@ -185,6 +198,7 @@ void *bx_heap_alloc(bx_heap_t *h, size_t size) {
     if (size <= BX_MEDIUM_MAX) return bx_heap_alloc_medium(h, bx_medium_bin(size));
     bool fresh;
     h->counters.large++;
+    bx_heap_tick(h);
     return bx_large_alloc(size, BX_ALIGNMENT, h->node, &fresh);
 }
 

@@ -37,6 +37,7 @@ typedef struct bx_heap {
     struct bx_heap *next_all;       /* every heap, for stats and fork */
     struct bx_heap *next_abandoned;
     size_t map_size;
+    uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */
     /* Written by other threads: kept off the owner's cache lines. */
     _Atomic(void *) remote __attribute__((aligned(64)));
     atomic_size_t remote_bytes;
@@ -73,6 +74,9 @@ void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size);
 /* Drains the remote list into the blocks (DESIGN §4: bypasses the chain stack). */
 void bx_heap_drain(bx_heap_t *h);
 
+/* On the owner's slow paths: once per decay delay, empties the heap's block caches and
+ * returns the node and large caches' idle memory to the OS. */
+void bx_heap_tick(bx_heap_t *h);
 /* Gives back everything free in a heap: drains, drops chains, empties caches. */
 void bx_heap_release_free(bx_heap_t *h);
 /* malloc_trim: the caller's heap and every abandoned heap give back what is free. */

@@ -53,7 +53,7 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
     if (!l) {
         char *base = bx_os_map_aligned(need, alignment, page());
         if (!base) return NULL;
-        if (bx_node_count() > 1) bx_os_bind(base, need, node);
+        bx_os_bind(base, need, node);
         l = (bx_large_t *)base;
         l->base = base;
         l->map_size = need;
@@ -76,7 +76,7 @@ static void collect(bool all, bx_large_t **out) {
     size_t kept_bytes = 0;
     for (bx_large_t **link = &cache; *link;) {
         bx_large_t *l = *link;
-        if (all || kept_bytes + l->map_size > bx_options.large_cache_bytes ||
+        if (all || kept_bytes + l->map_size > bx_options.cache_bytes ||
             now - l->cached_since_ms >= bx_options.decay_ms) {
             *link = l->next;
             cache_bytes -= l->map_size;
@@ -105,7 +105,7 @@ void bx_large_free(bx_large_t *l) {
     atomic_fetch_sub_explicit(&live_objects, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, l->usable, memory_order_relaxed);
     bx_large_t *expired = NULL;
-    if (l->map_size <= bx_options.large_cache_bytes && l->user == l->base + page()) {
+    if (l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
         l->cached_since_ms = bx_now_ms();
         bx_lock(&cache_lock);
         l->next = cache;
@@ -153,6 +153,7 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
 }
 
 size_t bx_large_purge(bool all) {
+    if (!__atomic_load_n(&cache, __ATOMIC_RELAXED)) return 0;
     bx_large_t *expired = NULL;
     bx_lock(&cache_lock);
     collect(all, &expired);

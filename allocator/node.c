@@ -178,7 +178,7 @@ size_t bx_node_purge(bool all) {
     size_t bytes = 0;
     for (int i = 0; i < node_count; i++) {
         bx_node_t *n = &nodes[i];
-        if (!n->cached) continue;
+        if (!__atomic_load_n(&n->cached, __ATOMIC_RELAXED)) continue;
         bx_lock(&n->lock);
         bx_superblock_t *expired = collect_expired(n, all);
         bx_unlock(&n->lock);

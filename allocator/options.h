@@ -7,9 +7,9 @@
 typedef struct bx_options_s {
     bool stats;          /* BOBOX_STATS=1: report at exit */
     bool verbose;        /* BOBOX_VERBOSE=1: report the settings in force */
-    size_t cache_bytes;  /* BOBOX_CACHE_MB: most free superblock memory each node keeps */
+    size_t cache_bytes;  /* BOBOX_CACHE_MB: most free memory each node's superblock cache, and
+                          * the cache of freed large objects, may keep */
     uint64_t decay_ms;   /* BOBOX_DECAY_MS: how long free memory may stay cached */
-    size_t large_cache_bytes; /* freed large objects kept for reuse (same setting) */
 } bx_options_t;
 
 extern bx_options_t bx_options;
