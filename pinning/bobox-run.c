@@ -1,0 +1,283 @@
+/* bobox-run: runs a program with libbobox.so and libbobox-pin.so preloaded, or prints the plan. */
+#define _GNU_SOURCE
+#include "plan.h"
+#include "topology.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: bobox-run [OPTIONS] -- PROGRAM [ARGS...]\n"
+    "       bobox-run [--pin=POLICY|LIST] [--skip=MASK] --plan N\n"
+    "\n"
+    "Runs PROGRAM with the Bobox allocator (libbobox.so) and the thread-pinning shim\n"
+    "(libbobox-pin.so) preloaded; LD_PRELOAD keeps what it already held. The main thread is\n"
+    "thread 0, every thread made with pthread_create (std::thread, OpenMP workers) the next\n"
+    "one, and thread k runs on CPU k of the plan, wrapping around when threads outnumber CPUs.\n"
+    "The plan takes one logical CPU of every core before any Hyper-Threading sibling, within\n"
+    "the CPUs the program may use (taskset, cgroup cpusets).\n"
+    "\n"
+    "options:\n"
+    "  --pin=POLICY    scatter (default): consecutive threads on different NUMA nodes,\n"
+    "                  packages and caches in turn; compact: fill the cores of one node\n"
+    "                  before the next; none: pin nothing; or a CPU list used in that\n"
+    "                  order, e.g. --pin=2,0,4-7 (sets BOBOX_PIN)\n"
+    "  --skip=MASK     hex mask, bit k set = thread k is not pinned and takes no CPU from\n"
+    "                  the plan, e.g. 0x2 for a runtime's helper thread (BOBOX_PIN_SKIP)\n"
+    "  --no-alloc      preload only the pinning shim, keep the program's malloc\n"
+    "  --verbose       one line per pinned thread on stderr (BOBOX_PIN_VERBOSE=1):\n"
+    "                  bobox-pin: thread=K tid=T cpu=C core=X package=P node=N\n"
+    "  --dry-run       plan and report, bind nothing (BOBOX_PIN_DRYRUN=1)\n"
+    "  --stats         allocator statistics at exit (BOBOX_STATS=1)\n"
+    "  --plan N        print the plan for N threads as a table and run nothing\n"
+    "  -h, --help      this text\n"
+    "\n"
+    "environment:\n"
+    "  BOBOX_FSROOT=DIR  read the topology from DIR/sys/devices/system/{cpu,node} (a tree\n"
+    "                    saved by hwloc-gather-topology works) and plan for its online CPUs\n"
+    "  OMP_PLACES        unless OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or KMP_AFFINITY\n"
+    "                    is already set, bobox-run sets OMP_PLACES to the plan's CPUs in order,\n"
+    "                    so OpenMP places its threads as the shim would; if one is set, the\n"
+    "                    shim leaves the process to the OpenMP runtime\n"
+    "\n"
+    "The libraries are looked up next to bobox-run, then in ../lib relative to it.\n"
+    "Exit status: that of PROGRAM; 2 for a bad option; 127 if PROGRAM or a library is missing.\n";
+
+static int die_usage(const char *msg, const char *arg)
+{
+    fprintf(stderr, "bobox-run: %s%s\nTry 'bobox-run --help'.\n", msg, arg ? arg : "");
+    return 2;
+}
+
+/* Finds NAME next to this executable, or in ../lib relative to it. */
+static int find_lib(const char *name, char *out, size_t len)
+{
+    char exe[PATH_MAX - 64]; /* room for the library name within PATH_MAX */
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    snprintf(out, len, "%s/%s", exe, name);
+    if (access(out, R_OK) == 0)
+        return 0;
+    snprintf(out, len, "%s/../lib/%s", exe, name);
+    if (access(out, R_OK) == 0) {
+        char real[PATH_MAX];
+        if (realpath(out, real))
+            snprintf(out, len, "%s", real);
+        return 0;
+    }
+    return -1;
+}
+
+static int load(struct bt_topology *t, cpu_set_t *allowed)
+{
+    char err[600];
+    const char *fsroot = getenv("BOBOX_FSROOT");
+    if (fsroot && !*fsroot)
+        fsroot = NULL;
+    if (bt_read(t, fsroot, err, sizeof err) != 0) {
+        fprintf(stderr, "bobox-run: cannot read the topology: %s\n", err);
+        return -1;
+    }
+    if (fsroot)
+        *allowed = t->online;
+    else if (sched_getaffinity(0, sizeof *allowed, allowed) != 0) {
+        fprintf(stderr, "bobox-run: cannot read the allowed CPUs: %s\n", strerror(errno));
+        return -1;
+    } else {
+        bp_inherit_allowed(allowed, getenv("BOBOX_PIN_ALLOWED")); /* started by a pinned thread */
+    }
+    return 0;
+}
+
+static const char *kind_name(const struct bt_topology *t, const struct bt_core *k, char *buf, size_t len)
+{
+    if (t->hybrid == 1)
+        return k->kind == BT_KIND_P ? "P" : k->kind == BT_KIND_E ? "E" : "-";
+    if (t->hybrid == 2) {
+        snprintf(buf, len, "c%d", k->cls);
+        return buf;
+    }
+    return "-";
+}
+
+static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp_skip *skip)
+{
+    static struct bt_topology t;
+    static short order[BP_MAX_ORDER];
+    cpu_set_t allowed;
+    char warn[600], list[512];
+    if (load(&t, &allowed) != 0)
+        return 1;
+    int n = bp_order(&t, &allowed, spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    if (warn[0])
+        fprintf(stderr, "bobox-run: %s\n", warn);
+    cpu_set_t usable;
+    CPU_AND(&usable, &allowed, &t.online);
+    bt_format_cpulist(&usable, list, sizeof list);
+    printf("plan for %ld threads, policy %s: %d CPUs allowed (%s) of %d online, %d cores, %d packages, "
+           "%d NUMA nodes%s\n",
+           nthreads, bp_policy_name(spec->policy), CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages,
+           t.nnodes, t.hybrid == 1 ? ", hybrid (P then E cores, then P siblings)" : t.hybrid == 2 ? ", hybrid by cpu_capacity" : "");
+    if (n == 0) {
+        printf("no thread is pinned\n");
+        return spec->policy == BP_NONE ? 0 : 1;
+    }
+    printf("%6s %5s %7s %7s %5s %7s %4s %4s %4s\n", "thread", "cpu", "core_id", "package", "node", "sibling", "L2",
+           "L3", "kind");
+    for (long k = 0; k < nthreads; k++) {
+        int cpu = bp_thread_cpu(order, n, skip, (unsigned)k);
+        if (cpu < 0) {
+            printf("%6ld %5s\n", k, "skip");
+            continue;
+        }
+        const struct bt_cpu *c = &t.cpu[cpu];
+        const struct bt_core *core = &t.core[c->core];
+        int rank = 0;
+        for (int s = 0; s < core->nsib && core->sib[s] != cpu; s++)
+            rank += CPU_ISSET(core->sib[s], &usable) ? 1 : 0;
+        char kb[16];
+        printf("%6ld %5d %7d %7d %5d %7d %4d %4d %4s\n", k, cpu, core->core_id, core->package, core->node, rank,
+               c->l2, c->l3, kind_name(&t, core, kb, sizeof kb));
+    }
+    return 0;
+}
+
+/* OMP_PLACES="{a},{b},..." in plan order, so that OpenMP binds its team as we would. */
+static void set_omp_places(const struct bp_spec *spec)
+{
+    static const char *const vars[] = { "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY" };
+    static struct bt_topology t;
+    static short order[BP_MAX_ORDER];
+    static char places[BP_MAX_ORDER * 8];
+    char warn[600];
+    cpu_set_t allowed;
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
+        if (getenv(vars[i]))
+            return; /* the user's OpenMP settings stand */
+    if (spec->policy == BP_NONE || (getenv("BOBOX_FSROOT") && *getenv("BOBOX_FSROOT")) || load(&t, &allowed) != 0)
+        return;
+    int n = bp_order(&t, &allowed, spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    size_t pos = 0;
+    for (int i = 0; i < n; i++)
+        pos += (size_t)snprintf(places + pos, sizeof places - pos, "%s{%d}", i ? "," : "", order[i]);
+    if (n > 0) {
+        setenv("OMP_PLACES", places, 1);
+        setenv("BOBOX_PIN_OMP_PLACES", places, 1);
+    }
+}
+
+/* LD_PRELOAD = our libraries, then what was there (without repeating ours). */
+static int set_preload(int with_alloc)
+{
+    char pin[PATH_MAX], alloc[PATH_MAX] = "";
+    if (find_lib("libbobox-pin.so", pin, sizeof pin) != 0) {
+        fprintf(stderr, "bobox-run: libbobox-pin.so is neither next to bobox-run nor in ../lib\n");
+        return -1;
+    }
+    if (with_alloc && find_lib("libbobox.so", alloc, sizeof alloc) != 0) {
+        fprintf(stderr, "bobox-run: libbobox.so is neither next to bobox-run nor in ../lib "
+                        "(--no-alloc runs without it)\n");
+        return -1;
+    }
+    const char *old = getenv("LD_PRELOAD");
+    size_t len = strlen(pin) + strlen(alloc) + (old ? strlen(old) : 0) + 4;
+    char *v = malloc(len), *rest = strdup(old ? old : "");
+    if (!v || !rest)
+        return -1;
+    snprintf(v, len, "%s%s%s", with_alloc ? alloc : "", with_alloc ? ":" : "", pin);
+    for (char *save = NULL, *tok = strtok_r(rest, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save))
+        if (strcmp(tok, pin) != 0 && !(with_alloc && strcmp(tok, alloc) == 0)) {
+            strcat(v, ":");
+            strcat(v, tok);
+        }
+    setenv("LD_PRELOAD", v, 1);
+    free(v);
+    free(rest);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *pin = NULL, *skipmask = NULL;
+    int no_alloc = 0, verbose = 0, dryrun = 0, stats = 0, i;
+    long plan = -1;
+    char err[600];
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        }
+        if (a[0] != '-')
+            break;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (!strncmp(a, "--pin=", 6)) {
+            pin = a + 6;
+        } else if (!strcmp(a, "--pin") && i + 1 < argc) {
+            pin = argv[++i];
+        } else if (!strncmp(a, "--skip=", 7)) {
+            skipmask = a + 7;
+        } else if (!strcmp(a, "--skip") && i + 1 < argc) {
+            skipmask = argv[++i];
+        } else if (!strcmp(a, "--no-alloc")) {
+            no_alloc = 1;
+        } else if (!strcmp(a, "--verbose")) {
+            verbose = 1;
+        } else if (!strcmp(a, "--dry-run")) {
+            dryrun = 1;
+        } else if (!strcmp(a, "--stats")) {
+            stats = 1;
+        } else if (!strncmp(a, "--plan", 6) && (a[6] == '=' || (a[6] == '\0' && i + 1 < argc))) {
+            const char *s = a[6] == '=' ? a + 7 : argv[++i];
+            char *end;
+            plan = strtol(s, &end, 10);
+            if (end == s || *end || plan < 1 || plan > 1000000)
+                return die_usage("--plan wants a thread count, not ", s);
+        } else {
+            return die_usage("unknown option ", a);
+        }
+    }
+
+    static struct bp_spec spec;
+    static struct bp_skip skip;
+    const char *pin_value = pin ? pin : getenv("BOBOX_PIN");
+    const char *skip_value = skipmask ? skipmask : getenv("BOBOX_PIN_SKIP");
+    if (bp_parse_policy(pin_value, &spec, err, sizeof err) != 0 || bp_parse_skip(skip_value, &skip, err, sizeof err) != 0)
+        return die_usage(err, NULL);
+    if (plan > 0)
+        return print_plan(plan, &spec, &skip);
+    if (i >= argc)
+        return die_usage("no program to run", NULL);
+
+    if (pin)
+        setenv("BOBOX_PIN", pin, 1);
+    if (skipmask)
+        setenv("BOBOX_PIN_SKIP", skipmask, 1);
+    if (verbose)
+        setenv("BOBOX_PIN_VERBOSE", "1", 1);
+    if (dryrun)
+        setenv("BOBOX_PIN_DRYRUN", "1", 1);
+    if (stats)
+        setenv("BOBOX_STATS", "1", 1);
+    if (!dryrun)
+        set_omp_places(&spec);
+    if (set_preload(!no_alloc) != 0)
+        return 127;
+    execvp(argv[i], argv + i);
+    fprintf(stderr, "bobox-run: cannot run %s: %s\n", argv[i], strerror(errno));
+    return errno == ENOENT ? 127 : 126;
+}

@@ -1,0 +1,56 @@
+/* The CPU order that threads take, and the settings that shape it. Pure functions of a topology
+ * and an allowed set: the shim, bobox-run --plan and the unit tests all call the same code. */
+#ifndef BOBOX_PIN_PLAN_H
+#define BOBOX_PIN_PLAN_H
+
+#include "topology.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BP_MAX_ORDER 4096 /* an explicit list may repeat CPUs */
+#define BP_MAX_SKIP 4096  /* threads a skip mask can name */
+
+enum bp_policy { BP_SCATTER, BP_COMPACT, BP_LIST, BP_NONE };
+
+struct bp_spec {
+    enum bp_policy policy;
+    int n;                    /* BP_LIST: the CPUs in the given order */
+    short cpu[BP_MAX_ORDER];
+};
+
+struct bp_skip {
+    unsigned char bits[BP_MAX_SKIP / 8]; /* bit k: thread k is left alone */
+};
+
+/* BOBOX_PIN: "scatter", "compact", "none" or a list such as "2,0,4-7". NULL or "" = scatter.
+ * Returns 0, or -1 with a message in err. */
+int bp_parse_policy(const char *s, struct bp_spec *spec, char *err, size_t errlen);
+/* BOBOX_PIN_SKIP: a hex mask, "0x" optional. NULL or "" = skip nothing. */
+int bp_parse_skip(const char *s, struct bp_skip *skip, char *err, size_t errlen);
+int bp_skipped(const struct bp_skip *skip, unsigned k);
+const char *bp_policy_name(enum bp_policy p);
+
+/* Fills order[0..n) with the CPUs threads take, returns n (0 if none is usable). allowed NULL =
+ * every online CPU. The order: one CPU of every allowed core (a core is allowed if any of its
+ * CPUs is), then each core's next allowed sibling, and so on; within each round the fastest
+ * class first, then by policy. A list drops CPUs that are offline or not allowed and says so
+ * in warn (warn[0] == 0 when there is nothing to say). */
+int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct bp_spec *spec,
+             short *order, int maxn, char *warn, size_t warnlen);
+
+/* The CPU of thread k (0 = main, creation order): -1 if the skip mask names it; otherwise the
+ * next CPU in the order among the threads not skipped, wrapping around. */
+int bp_thread_cpu(const short *order, int n, const struct bp_skip *skip, unsigned k);
+
+/* A child of a pinned thread inherits that thread's one CPU. env is BOBOX_PIN_ALLOWED as the
+ * parent left it: "P:list" (only our pinning narrowed masks) or "F:list" (the program set an
+ * affinity itself). With "P" and a one-CPU mask inside the list, *mask becomes the list and 1 is
+ * returned; any other mask was narrowed on purpose (taskset, a cpuset) and stands. */
+int bp_inherit_allowed(cpu_set_t *mask, const char *env);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,369 @@
+/* libbobox-pin.so: preloaded, it pins the main thread and every thread made with pthread_create
+ * to the next CPU of the plan (plan.c). No malloc anywhere on our side, no stdio: it must work
+ * under any malloc, including libbobox.so and mallocs that create threads themselves. */
+#define _GNU_SOURCE
+#include "plan.h"
+#include "topology.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* The set a process planned from, passed to its children: "P:list" while our pinning is the
+ * only thing that narrowed masks, "F:list" once the program set an affinity itself, "X:" after
+ * a bad setting was reported (so children stay quiet about it). */
+#define ENV_ALLOWED "BOBOX_PIN_ALLOWED"
+#define ENV_OMP_MARK "BOBOX_PIN_OMP_PLACES" /* the OMP_PLACES that bobox-run derived from our plan */
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+typedef int (*sched_set_fn)(pid_t, size_t, const cpu_set_t *);
+typedef int (*pthread_set_fn)(pthread_t, size_t, const cpu_set_t *);
+
+static struct bt_topology topo; /* ~90 KB: static, not on a stack, not from malloc */
+static struct bp_spec spec;
+static struct bp_skip skip;
+static short order[BP_MAX_ORDER];
+static cpu_set_t unpinned; /* the mask a skipped thread gets: all that the process may use */
+static int norder, verbose, dryrun, omp_ours;
+static atomic_int active;
+static atomic_uint next_thread = 1; /* 0 is the main thread */
+static atomic_int bind_failed;
+static atomic_int init_state; /* 0 not yet, 1 running, 2 done */
+static __thread int in_init __attribute__((tls_model("initial-exec")));
+static __thread int my_cpu __attribute__((tls_model("initial-exec"))) = -1;
+static char env_allowed[sizeof ENV_ALLOWED "=P:" + 8192];
+#define FLAG_AT (sizeof ENV_ALLOWED) /* index of P/F/X in env_allowed */
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if (n > (int)sizeof buf - 2)
+        n = (int)sizeof buf - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, (size_t)n); /* one write: lines of threads do not interleave */
+    (void)w;
+}
+
+static pid_t gettid_(void)
+{
+    return (pid_t)syscall(SYS_gettid);
+}
+
+/* The next definition, by version first: an unversioned dlsym can hand back an old
+ * compatibility version of pthread_create. */
+static void *next_sym(const char *name)
+{
+    static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_2.3.4",
+                                            "GLIBC_2.1",  "GLIBC_2.0" };
+    for (size_t i = 0; i < sizeof versions / sizeof *versions; i++) {
+        void *p = dlvsym(RTLD_NEXT, name, versions[i]);
+        if (p)
+            return p;
+    }
+    return dlsym(RTLD_NEXT, name);
+}
+
+static create_fn real_create(void)
+{
+    static _Atomic(create_fn) fn;
+    create_fn f = atomic_load_explicit(&fn, memory_order_acquire);
+    if (!f) {
+        f = (create_fn)next_sym("pthread_create");
+        atomic_store_explicit(&fn, f, memory_order_release);
+    }
+    return f;
+}
+
+static int bind_to(pid_t tid, int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    /* the raw call: our own sched_setaffinity wrapper is for the program's calls */
+    return syscall(SYS_sched_setaffinity, tid, sizeof set, &set) == 0 ? 0 : errno;
+}
+
+/* Binds thread k (tid 0 = the caller) and reports it. cpu -1: a skipped thread, which gets the
+ * whole allowed set back rather than the one CPU of the pinned thread that created it. */
+static void pin(unsigned k, pid_t tid, int cpu)
+{
+    if (cpu < 0) {
+        if (!dryrun)
+            syscall(SYS_sched_setaffinity, tid, sizeof unpinned, &unpinned);
+        return;
+    }
+    if (!dryrun) {
+        int e = bind_to(tid, cpu);
+        if (e) {
+            if (atomic_exchange(&bind_failed, 1) == 0)
+                say("bobox-pin: cannot bind thread %u to CPU %d: %s; threads that cannot be bound run "
+                    "unpinned (reported once)", k, cpu, strerror(e));
+            return;
+        }
+    }
+    if (tid == 0 || tid == gettid_())
+        my_cpu = cpu;
+    if (verbose || dryrun) {
+        const struct bt_core *c = &topo.core[topo.cpu[cpu].core];
+        say("bobox-pin: thread=%u tid=%d cpu=%d core=%d package=%d node=%d", k, tid ? (int)tid : (int)gettid_(),
+            cpu, c->core_id, c->package, c->node);
+    }
+}
+
+/* 1 or 0 for a boolean setting; -1 for anything else */
+static int flag_env(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v || !strcmp(v, "0"))
+        return 0;
+    return strcmp(v, "1") == 0 ? 1 : -1;
+}
+
+static void set_inherited(char flag, const cpu_set_t *allowed)
+{
+    int n = snprintf(env_allowed, sizeof env_allowed, "%s=%c:", ENV_ALLOWED, flag);
+    if (allowed)
+        bt_format_cpulist(allowed, env_allowed + n, sizeof env_allowed - (size_t)n);
+    putenv(env_allowed); /* static storage: we may flip the flag in place later */
+}
+
+static int in_plan(const cpu_set_t *set)
+{
+    for (int i = 0; i < norder; i++)
+        if (CPU_ISSET(order[i], set))
+            return 1;
+    return 0;
+}
+
+/* The program set an affinity itself: its children keep the mask they inherit. who: 1 the
+ * calling thread, 0 another thread, -1 a new thread's attribute. */
+static void mark_foreign(int who, size_t size, const cpu_set_t *set)
+{
+    if (!atomic_load(&active) || env_allowed[0] == '\0')
+        return;
+    /* the OpenMP runtime applying the places bobox-run derived from our plan (libgomp passes
+     * masks of the kernel's size, often smaller than a cpu_set_t) */
+    if (omp_ours && set && size <= sizeof(cpu_set_t)) {
+        cpu_set_t s;
+        CPU_ZERO(&s);
+        memcpy(&s, set, size);
+        if (CPU_COUNT(&s) == 1 && ((who == 1 && my_cpu >= 0 && CPU_ISSET(my_cpu, &s)) || (who < 0 && in_plan(&s))))
+            return;
+    }
+    __atomic_store_n(&env_allowed[FLAG_AT], 'F', __ATOMIC_RELAXED);
+}
+
+static void init(void)
+{
+    char err[600], warn[600];
+    const char *inh = getenv(ENV_ALLOWED);
+    int inherited = inh && (inh[0] == 'P' || inh[0] == 'F' || inh[0] == 'X') && inh[1] == ':';
+    int quiet = inherited && inh[0] == 'X'; /* a parent already complained */
+    const char *fsroot = getenv("BOBOX_FSROOT");
+    if (fsroot && !*fsroot)
+        fsroot = NULL;
+
+    int v = flag_env("BOBOX_PIN_VERBOSE"), d = flag_env("BOBOX_PIN_DRYRUN");
+    if (bp_parse_policy(getenv("BOBOX_PIN"), &spec, err, sizeof err) != 0 ||
+        bp_parse_skip(getenv("BOBOX_PIN_SKIP"), &skip, err, sizeof err) != 0 ||
+        (v < 0 && snprintf(err, sizeof err, "BOBOX_PIN_VERBOSE=%s: expected 0 or 1", getenv("BOBOX_PIN_VERBOSE"))) ||
+        (d < 0 && snprintf(err, sizeof err, "BOBOX_PIN_DRYRUN=%s: expected 0 or 1", getenv("BOBOX_PIN_DRYRUN"))))
+        goto bad;
+    verbose = v;
+    dryrun = d;
+    if (spec.policy == BP_NONE)
+        return;
+
+    static const char *const omp_vars[] = { "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY" };
+    const char *mark = getenv(ENV_OMP_MARK), *places = getenv("OMP_PLACES");
+    omp_ours = mark && places && !strcmp(mark, places);
+    for (size_t i = 0; i < sizeof omp_vars / sizeof *omp_vars; i++)
+        if (getenv(omp_vars[i]) && !(omp_ours && i == 1)) {
+            if ((verbose || dryrun) && !inherited)
+                say("bobox-pin: %s is set: the OpenMP runtime's placement stands, pinning off", omp_vars[i]);
+            return;
+        }
+
+    if (bt_read(&topo, fsroot, err, sizeof err) != 0)
+        goto bad;
+    cpu_set_t allowed;
+    if (fsroot) {
+        allowed = topo.online; /* a saved tree: its online CPUs stand for the allowed set */
+        if (sched_getaffinity(getpid(), sizeof unpinned, &unpinned) != 0)
+            CPU_ZERO(&unpinned);
+    } else {
+        if (sched_getaffinity(getpid(), sizeof allowed, &allowed) != 0) {
+            snprintf(err, sizeof err, "cannot read the allowed CPUs: %s", strerror(errno));
+            goto bad;
+        }
+        /* a one-CPU mask from our pinning of the parent's thread: plan from the parent's set */
+        if (inherited)
+            bp_inherit_allowed(&allowed, inh);
+    }
+    if (!fsroot)
+        unpinned = allowed;
+    norder = bp_order(&topo, &allowed, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    if (warn[0] && !inherited)
+        say("bobox-pin: %s", warn);
+    if (norder == 0) {
+        snprintf(err, sizeof err, "BOBOX_PIN=%s: no allowed CPU to pin to", getenv("BOBOX_PIN"));
+        goto bad;
+    }
+    set_inherited('P', &allowed);
+    if ((verbose || dryrun) && !inherited) {
+        char al[512], ord[512];
+        size_t pos = 0;
+        bt_format_cpulist(&allowed, al, sizeof al);
+        ord[0] = '\0';
+        for (int i = 0; i < norder && pos + 16 < sizeof ord; i++)
+            pos += (size_t)snprintf(ord + pos, sizeof ord - pos, "%s%d", i ? "," : "", order[i]);
+        if (pos + 16 >= sizeof ord)
+            snprintf(ord + pos, sizeof ord - pos, ",...");
+        say("bobox-pin: pid=%d policy=%s allowed=%s order=%s%s%s", (int)getpid(), bp_policy_name(spec.policy), al,
+            ord, dryrun ? " dryrun" : "", omp_ours ? " omp-places" : "");
+    }
+    atomic_store(&active, 1);
+    if (!bp_skipped(&skip, 0))
+        pin(0, getpid(), bp_thread_cpu(order, norder, &skip, 0));
+    return;
+bad:
+    if (!quiet)
+        say("bobox-pin: %s; pinning off", err);
+    set_inherited('X', NULL);
+}
+
+static void after_fork_child(void)
+{
+    atomic_store(&next_thread, 1); /* a new process: its threads count from 1 again */
+}
+
+/* Lazy and thread-safe: a library constructor (libgomp's, say) may create threads before our
+ * constructor runs. A call that comes back from inside init (a malloc that starts a thread)
+ * goes through unpinned instead of deadlocking. */
+static void ensure_init(void)
+{
+    if (atomic_load_explicit(&init_state, memory_order_acquire) == 2 || in_init)
+        return;
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&init_state, &expect, 1)) {
+        in_init = 1;
+        init();
+        if (atomic_load(&active))
+            pthread_atfork(NULL, NULL, after_fork_child);
+        in_init = 0;
+        atomic_store_explicit(&init_state, 2, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&init_state, memory_order_acquire) != 2)
+        sched_yield();
+}
+
+__attribute__((constructor)) static void bobox_pin_ctor(void)
+{
+    ensure_init();
+}
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+    unsigned k;
+    int cpu;
+    sem_t bound;
+};
+
+/* The new thread binds itself before anything of the user's runs, so its first malloc already
+ * sees its planned CPU (and NUMA node); the creator waits for that, so a pthread_setaffinity_np
+ * the program makes after pthread_create returns always comes later and wins. */
+static void *trampoline(void *p)
+{
+    struct start *s = p;
+    void *(*fn)(void *) = s->fn;
+    void *arg = s->arg;
+    pin(s->k, 0, s->cpu);
+    sem_post(&s->bound); /* s lives on the creator's stack: not touched after this */
+    return fn(arg);
+}
+
+static int attr_has_affinity(const pthread_attr_t *attr, cpu_set_t *set)
+{
+    if (pthread_attr_getaffinity_np(attr, sizeof *set, set) != 0) {
+        CPU_ZERO(set);
+        return 1; /* a mask larger than ours: certainly set */
+    }
+    return CPU_COUNT(set) != CPU_SETSIZE; /* glibc reports all ones when none is set */
+}
+
+EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    create_fn real = real_create();
+    if (!real)
+        return EAGAIN;
+    ensure_init();
+    if (!atomic_load_explicit(&active, memory_order_acquire))
+        return real(thread, attr, fn, arg);
+    unsigned k = atomic_fetch_add(&next_thread, 1);
+    cpu_set_t chosen;
+    if (attr && attr_has_affinity(attr, &chosen)) { /* the caller (an OpenMP runtime, say) chose */
+        mark_foreign(-1, sizeof chosen, &chosen);
+        return real(thread, attr, fn, arg);
+    }
+    struct start s = { fn, arg, k, bp_thread_cpu(order, norder, &skip, k), { { 0 } } };
+    if (sem_init(&s.bound, 0, 0) != 0)
+        return real(thread, attr, fn, arg);
+    int rc = real(thread, attr, trampoline, &s);
+    if (rc == 0) {
+        int old;
+        pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old); /* s must outlive the wait */
+        while (sem_wait(&s.bound) != 0 && errno == EINTR)
+            ;
+        pthread_setcancelstate(old, NULL);
+    }
+    sem_destroy(&s.bound);
+    return rc;
+}
+
+EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+    static _Atomic(sched_set_fn) real;
+    ensure_init();
+    mark_foreign(pid == 0 || pid == gettid_(), size, set);
+    sched_set_fn f = atomic_load(&real);
+    if (!f) {
+        f = (sched_set_fn)next_sym("sched_setaffinity");
+        atomic_store(&real, f);
+    }
+    if (f)
+        return f(pid, size, set);
+    return syscall(SYS_sched_setaffinity, pid, size, set) == 0 ? 0 : -1;
+}
+
+EXPORT int pthread_setaffinity_np(pthread_t thread, size_t size, const cpu_set_t *set)
+{
+    static _Atomic(pthread_set_fn) real;
+    ensure_init();
+    mark_foreign(pthread_equal(thread, pthread_self()), size, set);
+    pthread_set_fn f = atomic_load(&real);
+    if (!f) {
+        f = (pthread_set_fn)next_sym("pthread_setaffinity_np");
+        atomic_store(&real, f);
+    }
+    return f ? f(thread, size, set) : ENOSYS;
+}

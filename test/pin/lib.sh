@@ -1,0 +1,61 @@
+# Helpers for test/system/pin_*.sh (sourced, not a test itself).
+set -u
+BOBOX_ROOT=${BOBOX_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+BUILD=${BUILD:-$BOBOX_ROOT/build}
+PIN=$BUILD/libbobox-pin.so
+RUN=$BUILD/bobox-run
+PROGS=$BUILD/test/progs
+FIX=$BOBOX_ROOT/test/fixtures/topo
+TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
+unset BOBOX_PIN BOBOX_PIN_SKIP BOBOX_PIN_VERBOSE BOBOX_PIN_DRYRUN BOBOX_FSROOT BOBOX_PIN_ALLOWED \
+      BOBOX_PIN_OMP_PLACES OMP_PROC_BIND OMP_PLACES GOMP_CPU_AFFINITY KMP_AFFINITY LD_PRELOAD
+
+fail() { echo "FAIL: $*"; exit 1; }
+skip() { echo "skipped: $*"; exit 77; }
+need() { local f; for f; do [ -e "$f" ] || fail "missing $f (run make first)"; done; }
+need "$PIN" "$RUN"
+
+# The CPUs this process may use, as a list, and how many.
+ALLOWED=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)
+NCPU=$(nproc)
+
+# plan_cpus N [bobox-run options]: the cpu column of `bobox-run --plan N`, space-separated
+plan_cpus() { local n=$1; shift; "$RUN" "$@" --plan "$n" | awk 'NR > 2 { print $2 }' | tr '\n' ' ' | sed 's/ $//'; }
+
+# value KEY LINE: the value of KEY=... in a line of key=value pairs
+value() { sed -nE "s/^(.* )?$1=([^ ]*).*/\2/p" <<<"$2"; }
+
+# check_pinned OUTPUT "CPU0 CPU1 ...": thread k's affinity (and the CPU it started on, where
+# the program reports one) is exactly CPU k of the list.
+check_pinned() {
+    local out=$1 line k allowed start; local -a want=($2)
+    local seen=0
+    while IFS= read -r line; do
+        [[ $line == *thread=* ]] || continue
+        k=$(value thread "$line"); allowed=$(value allowed "$line"); start=$(value start_cpu "$line")
+        [ "$k" -lt ${#want[@]} ] || fail "thread $k beyond the expected list: $line"
+        [ "$allowed" = "${want[$k]}" ] || fail "thread $k: affinity $allowed, expected ${want[$k]}: $line"
+        if [ -n "$start" ] && [ "$start" != "${want[$k]}" ]; then
+            fail "thread $k started on CPU $start before its start routine, expected ${want[$k]}"
+        fi
+        seen=$((seen + 1))
+    done <<<"$out"
+    [ "$seen" -eq ${#want[@]} ] || fail "saw $seen threads, expected ${#want[@]}"
+}
+
+# check_unpinned OUTPUT: every thread still has the whole allowed set
+check_unpinned() {
+    local line
+    while IFS= read -r line; do
+        [[ $line == *thread=* ]] || continue
+        [ "$(value allowed "$line")" = "$ALLOWED" ] || fail "thread pinned although it should not be: $line"
+    done <<<"$1"
+}
+
+# root_pid OUTPUT: the pid of the process whose parent printed nothing (the top of the tree)
+root_pid() {
+    local pids; pids=" $(sed -nE 's/^pid=([0-9]+) .*/\1/p' <<<"$1" | sort -u | tr '\n' ' ') "
+    sed -nE 's/^pid=([0-9]+) ppid=([0-9]+) .*/\1 \2/p' <<<"$1" | while read -r p pp; do
+        [[ $pids == *" $pp "* ]] || { echo "$p"; break; }
+    done
+}

@@ -1,0 +1,207 @@
+// The CPU order per fixture: scatter and compact for 1, N/2, N and 2N threads (N = allowed
+// logical CPUs), explicit lists, allowed subsets, skip masks and the settings' parsers.
+#include "pin_helpers.hpp"
+
+#include <cstring>
+
+// Checks 1, N/2, N and 2N threads against the full order of one round.
+static void check_counts(const bt_topology &t, const char *policy, const std::vector<int> &order,
+                         const char *allowed = nullptr)
+{
+    const int n = (int)order.size();
+    for (int threads : { 1, n / 2, n, 2 * n }) {
+        INFO(policy << " with " << threads << " threads");
+        CHECK(plan(t, policy, threads, allowed) == cycle(order, threads));
+    }
+}
+
+// Interleaves two ranges: a0, b0, a1, b1, ...
+static std::vector<int> zip(const std::vector<int> &a, const std::vector<int> &b)
+{
+    std::vector<int> v;
+    for (size_t i = 0; i < a.size(); i++) {
+        v.push_back(a[i]);
+        v.push_back(b[i]);
+    }
+    return v;
+}
+
+TEST_CASE("plan: 1 socket, 4 cores x 2 HT, siblings apart", "[pin][plan]")
+{
+    auto t = load("ht4-apart");
+    // one CPU of each core (0-3), then the siblings (4-7)
+    check_counts(*t, "scatter", range(0, 7));
+    check_counts(*t, "compact", range(0, 7));
+}
+
+TEST_CASE("plan: 2 sockets x 8 cores x 2 HT on 2 nodes", "[pin][plan]")
+{
+    auto t = load("2s8c-ht");
+    // scatter alternates the nodes; siblings (16-31) only after every core has a thread
+    check_counts(*t, "scatter", cat(zip(range(0, 7), range(8, 15)), zip(range(16, 23), range(24, 31))));
+    // compact fills node 0's cores, then node 1's, then the siblings in the same order
+    check_counts(*t, "compact", range(0, 31));
+}
+
+TEST_CASE("plan: 4 NUMA nodes x 6 cores (Opteron 8431)", "[pin][plan]")
+{
+    auto t = load("opteron8431");
+    std::vector<int> scatter;
+    for (int i = 0; i < 6; i++)
+        for (int node = 0; node < 4; node++)
+            scatter.push_back(node * 6 + i);
+    check_counts(*t, "scatter", scatter);
+    check_counts(*t, "compact", range(0, 23));
+}
+
+TEST_CASE("plan: hybrid, P-cores then E-cores then P siblings", "[pin][plan]")
+{
+    auto t = load("hybrid");
+    // scatter spreads the E-cores over their two L2 clusters (8-11, 12-15)
+    check_counts(*t, "scatter", { 0, 2, 4, 6, 8, 12, 9, 13, 10, 14, 11, 15, 1, 3, 5, 7 });
+    check_counts(*t, "compact", { 0, 2, 4, 6, 8, 9, 10, 11, 12, 13, 14, 15, 1, 3, 5, 7 });
+}
+
+TEST_CASE("plan: offline CPUs take no place", "[pin][plan]")
+{
+    auto t = load("offline");
+    // cores {0,1} {2} on node 0, {4,5} {7} on node 1
+    check_counts(*t, "scatter", { 0, 4, 2, 7, 1, 5 });
+    check_counts(*t, "compact", { 0, 2, 4, 7, 1, 5 });
+}
+
+TEST_CASE("plan: hex masks only, 40 CPUs", "[pin][plan]")
+{
+    auto t = load("hexmask-old");
+    check_counts(*t, "scatter", cat(zip(range(0, 9), range(10, 19)), zip(range(20, 29), range(30, 39))));
+    check_counts(*t, "compact", range(0, 39));
+}
+
+TEST_CASE("plan: an allowed set that excludes CPUs", "[pin][plan]")
+{
+    auto t = load("2s8c-ht");
+    // node 0: cores of 0,1,2,3 (16,17 siblings allowed); node 1: core of 8 and core {9,25}
+    // with only 25 allowed, so 25 is that core's first CPU: a core counts if any CPU does
+    const char *allowed = "0-3,8,16-17,25";
+    check_counts(*t, "scatter", { 0, 8, 1, 25, 2, 3, 16, 17 }, allowed);
+    check_counts(*t, "compact", { 0, 1, 2, 3, 8, 25, 16, 17 }, allowed);
+
+    auto h = load("ht4-apart");
+    check_counts(*h, "scatter", { 3, 4, 5, 6 }, "3-6"); // one CPU of each core, none a sibling
+    check_counts(*h, "compact", { 0, 1, 4, 5 }, "0-1,4-5");
+
+    // the whole of node 1 excluded: scatter has one node left to use
+    check_counts(*t, "scatter", cat(range(0, 7), range(16, 23)), "0-7,16-23");
+}
+
+TEST_CASE("plan: explicit list keeps its order", "[pin][plan]")
+{
+    auto t = load("ht4-apart");
+    CHECK(plan(*t, "2,0,4-7", 8) == std::vector<int>{ 2, 0, 4, 5, 6, 7, 2, 0 });
+    CHECK(plan(*t, "0-6:3", 4) == std::vector<int>{ 0, 3, 6, 0 });
+    CHECK(plan(*t, "1,1,2", 3) == std::vector<int>{ 1, 1, 2 });
+
+    // CPUs not allowed are left out, with a warning
+    static bp_spec spec;
+    short order[BP_MAX_ORDER];
+    char err[600], warn[600];
+    REQUIRE(bp_parse_policy("7,1,3", &spec, err, sizeof err) == 0);
+    cpu_set_t allowed = cpus("0-3");
+    CHECK(bp_order(t.get(), &allowed, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 2);
+    CHECK(order[0] == 1);
+    CHECK(order[1] == 3);
+    CHECK(std::string(warn).find("7") != std::string::npos);
+    // offline CPUs too
+    auto o = load("offline");
+    REQUIRE(bp_parse_policy("3,2", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(o.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 1);
+    CHECK(order[0] == 2);
+}
+
+TEST_CASE("plan: none and bad policies", "[pin][plan]")
+{
+    static bp_spec spec;
+    char err[600] = "";
+    CHECK(bp_parse_policy(nullptr, &spec, err, sizeof err) == 0);
+    CHECK(spec.policy == BP_SCATTER);
+    CHECK(bp_parse_policy("", &spec, err, sizeof err) == 0);
+    CHECK(spec.policy == BP_SCATTER);
+    CHECK(bp_parse_policy("COMPACT", &spec, err, sizeof err) == 0);
+    CHECK(spec.policy == BP_COMPACT);
+    CHECK(bp_parse_policy("none", &spec, err, sizeof err) == 0);
+    CHECK(spec.policy == BP_NONE);
+    for (const char *bad : { "spread", "1-", "3-1", "1,,2", "0x3", "-1", "1-2:0", "99999" }) {
+        INFO(bad);
+        err[0] = '\0';
+        CHECK(bp_parse_policy(bad, &spec, err, sizeof err) != 0);
+        CHECK(spec.policy == BP_NONE);
+        CHECK(std::string(err).find("BOBOX_PIN=") == 0);
+    }
+    auto t = load("ht4-apart");
+    short order[8];
+    char warn[600];
+    REQUIRE(bp_parse_policy("none", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), nullptr, &spec, order, 8, warn, sizeof warn) == 0);
+}
+
+TEST_CASE("skip mask: skipped threads take no CPU", "[pin][plan]")
+{
+    auto t = load("opteron8431");
+    // thread 1 skipped: thread 2 takes the CPU thread 1 would have had
+    CHECK(plan(*t, "compact", 5, nullptr, "0x2") == std::vector<int>{ 0, -1, 1, 2, 3 });
+    CHECK(plan(*t, "compact", 4, nullptr, "1") == std::vector<int>{ -1, 0, 1, 2 });
+    CHECK(plan(*t, "compact", 6, nullptr, "0X14") == std::vector<int>{ 0, 1, -1, 2, -1, 3 });
+    // a long mask: bit 40
+    auto v = plan(*t, "compact", 42, nullptr, "10000000000");
+    CHECK(v[40] == -1);
+    CHECK(v[41] == 40 % 24);
+
+    bp_skip skip;
+    char err[600];
+    CHECK(bp_parse_skip("", &skip, err, sizeof err) == 0);
+    CHECK_FALSE(bp_skipped(&skip, 0));
+    for (const char *bad : { "0x", "xyz", "0x1g", "-1" }) {
+        INFO(bad);
+        CHECK(bp_parse_skip(bad, &skip, err, sizeof err) != 0);
+        CHECK(std::string(err).find("BOBOX_PIN_SKIP=") == 0);
+    }
+    CHECK(bp_skipped(&skip, 100000) == 0);
+}
+
+TEST_CASE("plan on this machine covers each allowed CPU once", "[pin][plan]")
+{
+    auto t = std::make_unique<bt_topology>();
+    char err[600];
+    REQUIRE(bt_read(t.get(), nullptr, err, sizeof err) == 0);
+    cpu_set_t allowed;
+    REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+    CPU_AND(&allowed, &allowed, &t->online);
+    for (const char *policy : { "scatter", "compact" }) {
+        auto v = plan(*t, policy, CPU_COUNT(&allowed));
+        cpu_set_t seen;
+        CPU_ZERO(&seen);
+        for (int c : v)
+            CPU_SET(c, &seen);
+        CHECK(CPU_EQUAL(&seen, &allowed));
+    }
+}
+
+TEST_CASE("inherited allowed set: our one-CPU mask is replaced, others stand", "[pin][plan]")
+{
+    cpu_set_t m = cpus("3");
+    const cpu_set_t all = cpus("0-7");
+    CHECK(bp_inherit_allowed(&m, "P:0-7") == 1);
+    CHECK(CPU_EQUAL(&m, &all));
+    m = cpus("3");
+    CHECK(bp_inherit_allowed(&m, "F:0-7") == 0); // the program pinned something itself
+    CHECK(CPU_COUNT(&m) == 1);
+    m = cpus("2-3");
+    CHECK(bp_inherit_allowed(&m, "P:0-7") == 0); // narrowed to two CPUs: not our doing
+    m = cpus("9");
+    CHECK(bp_inherit_allowed(&m, "P:0-7") == 0); // outside the parent's set
+    m = cpus("3");
+    CHECK(bp_inherit_allowed(&m, nullptr) == 0);
+    CHECK(bp_inherit_allowed(&m, "X:") == 0);
+    CHECK(bp_inherit_allowed(&m, "P:junk") == 0);
+    CHECK(CPU_COUNT(&m) == 1);
+}

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Child processes: a child started from a pinned thread plans from the parent's original set, not
+# from the one CPU it inherited; a mask narrowed on the way (taskset under the preload) stands;
+# the verbose banner appears once per process tree.
+source "$BOBOX_ROOT/test/pin/lib.sh"
+need "$PROGS/pin_threads"
+[ "$NCPU" -ge 2 ] || skip "needs 2 CPUs"
+P=$PROGS/pin_threads
+plan=($(plan_cpus 4))
+
+# thread 1 (pinned to plan[1]) starts the child; the child's threads start over at plan[0]
+out=$(BOBOX_PIN_VERBOSE=1 LD_PRELOAD=$PIN "$P" 1 --spawn-from=1 -- "$P" 3 2>"$TMP/err") || fail "did not run"
+echo "$out"; cat "$TMP/err"
+parent=$(root_pid "$out")
+child=$(grep " ppid=$parent " <<<"$out") || true
+parent_lines=$(grep "^pid=$parent " <<<"$out")
+[ -n "$child" ] || fail "no output from the child"
+check_pinned "$parent_lines" "${plan[0]} ${plan[1]}"
+check_pinned "$child" "${plan[0]} ${plan[1]} ${plan[2]} ${plan[3]}"
+[ "$(grep -c '^bobox-pin: pid=' "$TMP/err")" -eq 1 ] || fail "the banner should appear once per process tree"
+[ "$(grep -c '^bobox-pin: thread=' "$TMP/err")" -eq 6 ] || fail "expected 2 + 4 thread lines"
+
+# taskset under the preload narrows the child to one CPU: that stands, whichever CPU it is
+for cpu in ${plan[0]} ${plan[1]}; do
+    out=$(LD_PRELOAD=$PIN "$P" 1 --spawn-from=1 -- taskset -c "$cpu" "$P" 2) || fail "did not run"
+    echo "$out"
+    parent=$(root_pid "$out")
+    child=$(grep " ppid=$parent " <<<"$out") || fail "no output from the child"
+    check_pinned "$child" "$cpu $cpu $cpu"
+done
+
+# a child of a thread the program pinned itself keeps that mask
+out=$(LD_PRELOAD=$PIN "$P" 1 --selfpin=1:${plan[0]} --spawn-from=1 -- "$P" 1) || fail "did not run"
+parent=$(root_pid "$out")
+child=$(grep " ppid=$parent " <<<"$out") || fail "no output from the child"
+check_pinned "$child" "${plan[0]} ${plan[0]}"
+echo "ok"
