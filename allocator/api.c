@@ -194,7 +194,9 @@ static bx_lookup_t lookup(const void *p) {
     switch (bx_tag_of(entry)) {
     case BX_TAG_SMALL: {
         bx_block_t *blk = bx_block_of(p);
-        if (blk->heap == BX_BLOCK_NO_OWNER || blk->list == BX_LIST_NONE) break;
+        /* Only fields that stay put while the block holds a live object: other threads
+         * read them while the owner works on the block. */
+        if (blk->heap == BX_BLOCK_NO_OWNER) break;
         char *obj = bx_block_object(blk, p);
         if (!obj || obj >= blk->bump || bx_object_is_free(obj) || !bx_object_handed_out(obj, p)) break;
         r.tag = BX_TAG_SMALL;
@@ -239,6 +241,7 @@ static void free_resolved(bx_lookup_t *r) {
             bx_heap_free_foreign(r->block->heap, r->object, r->block->size);
         break;
     case BX_TAG_MEDIUM:
+        if (!bx_sb_take_live(r->sb, r->index)) bx_fatal("free(): double free", r->object);
         if (r->sb->heap == h)
             bx_heap_free_medium(h, r->sb, r->index);
         else

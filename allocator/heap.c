@@ -65,7 +65,6 @@ static size_t object_size(void *obj, uintptr_t entry) {
 void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
     bx_superblock_t *sb = sbp;
     h->counters.medium_live_bytes -= sb->block_size;
-    bx_sb_clear_live(sb, index);
     bx_blockcache_free((bx_blockcache_t *)sb->owner, bx_sb_block(sb, index));
 }
 

@@ -58,6 +58,7 @@ void *bx_heap_alloc_orphan(size_t size);
 void *bx_heap_alloc(bx_heap_t *h, size_t size);
 void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin);
 void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin);
+/* The caller has cleared the object's live bit. */
 void bx_heap_free_medium(bx_heap_t *h, void *sb, uint32_t index);
 void bx_heap_drain(bx_heap_t *h);
 /* A local free of a small object; drains the remote list once past its threshold. */

@@ -5,6 +5,7 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 
 typedef struct { atomic_int held; } bx_lock_t;
 #define BX_LOCK_INIT { 0 }

@@ -58,9 +58,19 @@ static inline uint32_t bx_sb_index(const bx_superblock_t *sb, const void *p) {
 static inline char *bx_sb_block(const bx_superblock_t *sb, uint32_t index) {
     return sb->first + (size_t)index * sb->block_size;
 }
-static inline bool bx_sb_live(const bx_superblock_t *sb, uint32_t i) { return (sb->live[i / 64] >> (i % 64)) & 1; }
-static inline void bx_sb_set_live(bx_superblock_t *sb, uint32_t i) { sb->live[i / 64] |= (uint64_t)1 << (i % 64); }
-static inline void bx_sb_clear_live(bx_superblock_t *sb, uint32_t i) { sb->live[i / 64] &= ~((uint64_t)1 << (i % 64)); }
+/* Live bits are atomic: the owner sets them, and whichever thread frees the object clears
+ * its bit, so two frees of one medium object are caught even from different threads. */
+static inline bool bx_sb_live(const bx_superblock_t *sb, uint32_t i) {
+    return (__atomic_load_n(&sb->live[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
+}
+static inline void bx_sb_set_live(bx_superblock_t *sb, uint32_t i) {
+    __atomic_fetch_or(&sb->live[i / 64], (uint64_t)1 << (i % 64), __ATOMIC_RELAXED);
+}
+/* Clears the bit; false if it was already clear (a double free). */
+static inline bool bx_sb_take_live(bx_superblock_t *sb, uint32_t i) {
+    uint64_t bit = (uint64_t)1 << (i % 64);
+    return __atomic_fetch_and(&sb->live[i / 64], ~bit, __ATOMIC_RELAXED) & bit;
+}
 
 /* Exposed for the tests of the heap order. */
 bool bx_blockalloc_check(const bx_blockalloc_t *ba);

@@ -1,0 +1,75 @@
+// 1 GB in mixed sizes from several threads, all freed (much of it by other threads): RSS must
+// fall below 25% of the peak within the decay delay plus one further malloc, and at once
+// after malloc_trim(0). Run under LD_PRELOAD=libbobox.so with BOBOX_DECAY_MS set.
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include "mem_common.h"
+
+#define THREADS 4
+#define TOTAL (1024L << 20)
+
+static void **objs[THREADS];
+static size_t counts[THREADS];
+static pthread_barrier_t barrier;
+
+static size_t pick_size(uint64_t *s) {
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    unsigned r = (unsigned)(*s >> 33);
+    switch (r % 10) {
+    case 0: return 600000 + r % 2000000; // large
+    case 1: case 2: return 16384 + r % 400000; // medium
+    default: return 8 + r % 4000; // small
+    }
+}
+
+static void *worker(void *arg) {
+    long id = (long)arg;
+    uint64_t seed = (uint64_t)id + 1;
+    size_t cap = 1 << 20, n = 0, bytes = 0;
+    objs[id] = malloc(cap * sizeof(void *));
+    while (bytes < TOTAL / THREADS) {
+        size_t size = pick_size(&seed);
+        char *p = malloc(size);
+        CHECK(p != NULL, "malloc(%zu)", size);
+        touch_memory(p, 0x5a, size); // resident
+        objs[id][n++] = p;
+        bytes += size;
+    }
+    counts[id] = n;
+    pthread_barrier_wait(&barrier);
+    // Free the first half of our own objects and the second half of the next thread's.
+    long next = (id + 1) % THREADS;
+    for (size_t i = 0; i < counts[id] / 2; i++) free(objs[id][i]);
+    for (size_t i = counts[next] / 2; i < counts[next]; i++) free(objs[next][i]);
+    return NULL;
+}
+
+static void round_trip(const char *how) {
+    pthread_t t[THREADS];
+    pthread_barrier_init(&barrier, NULL, THREADS);
+    for (long i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, worker, (void *)i);
+    for (long i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    for (long i = 0; i < THREADS; i++) free(objs[i]);
+    pthread_barrier_destroy(&barrier);
+    long peak = peak_rss_kb();
+    CHECK(peak > 900 * 1024, "peak %ld KB: the workload did not make 1 GB resident", peak);
+    long after_free = rss_kb();
+    if (!strcmp(how, "decay")) {
+        long decay = env_long("BOBOX_DECAY_MS", 1000);
+        usleep((useconds_t)(decay + 200) * 1000);
+        one_further_malloc();
+        if (getenv("MEM_RSS_DEBUG")) malloc_stats();
+    } else {
+        malloc_trim(0);
+    }
+    long now = rss_kb();
+    printf("%s: peak %ld KB, right after free %ld KB, now %ld KB (%.1f%% of peak)\n", how, peak, after_free, now,
+           100.0 * now / peak);
+    CHECK(now * 4 < peak, "RSS %ld KB is not below 25%% of the peak %ld KB", now, peak);
+}
+
+int main(int argc, char **argv) {
+    round_trip(argc > 1 ? argv[1] : "decay");
+    return 0;
+}

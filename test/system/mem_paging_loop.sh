@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Thesis program 7.1 with 256 MB buffers: no page faults after the first iteration, and the
+# memory goes back once the program idles past the decay delay.
+set -euo pipefail
+BUILD=${BUILD:-build}
+BOBOX_DECAY_MS=300 LD_PRELOAD=$BUILD/libbobox.so "$BUILD/test/progs/mem_paging"
