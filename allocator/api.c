@@ -73,10 +73,7 @@ BX_API void *bobox_malloc(size_t size) {
     bx_heap_t *h = bx_tls_heap;
     if (BX_LIKELY(h != NULL && size <= BX_SMALL_MAX)) {
         void *p = bx_bin_alloc(&h->small[bx_small_bin(size)], &h->small_blocks);
-        if (BX_LIKELY(p != NULL)) {
-            h->counters.small++;
-            return p;
-        }
+        if (BX_LIKELY(p != NULL)) return p;
     }
     return malloc_slow(size);
 }
@@ -289,7 +286,9 @@ BX_API void bobox_free(void *p) {
         bx_block_t *blk = bx_block_of(p);
         bx_heap_t *h = bx_tls_heap;
         if (BX_LIKELY(blk->heap == h)) {
-            char *obj = bx_block_object(blk, p);
+            /* p is an object handed out: at a slot boundary, below the bump pointer (so
+             * inside the block), and not marked free. */
+            char *obj = bx_block_slot_fast(blk, p);
             if (BX_LIKELY(obj == p && obj < blk->bump && !bx_object_is_free(obj))) {
                 bx_heap_free_small(h, blk, obj);
                 return;

@@ -14,7 +14,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     b->per_block = (uint32_t)((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size);
     b->max_chains = max_chains_for(size);
     b->index = index;
-    b->allocated = 0;
+    b->allocs = b->frees = 0;
     for (int i = 0; i < BX_LIST_COUNT; i++) {
         b->lists[i] = NULL;
         b->list_len[i] = 0;
@@ -22,7 +22,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
 }
 
 uint32_t bx_bin_bound(const bx_bin_t *b) {
-    size_t bound = 2 * b->allocated / b->per_block;
+    size_t bound = 2 * bx_bin_allocated(b) / b->per_block;
     if (bound < BX_MIN_CHAINS) return BX_MIN_CHAINS;
     return bound > b->max_chains ? b->max_chains : (uint32_t)bound;
 }
@@ -74,6 +74,11 @@ void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache) {
     unref(b, bx_chainstack_pop(&b->chains), cache);
 }
 
+void *bx_bin_chain_exhausted_ret(bx_bin_t *b, bx_blockcache_t *cache, void *obj) {
+    bx_bin_chain_exhausted(b, cache);
+    return obj;
+}
+
 static void enqueue(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
     if (blk->list != BX_LIST_QUEUE) {
         list_unlink(b, blk);
@@ -104,7 +109,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
 
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
     bx_block_push(blk, obj);
-    b->allocated--;
+    b->frees++;
     if (blk->list != BX_LIST_QUEUE) place(b, blk, cache);
 }
 

@@ -18,10 +18,14 @@ typedef struct bx_bin {
     uint32_t per_block;   /* objects per block */
     uint32_t max_chains;  /* upper end of the bound: 64 KB / size, at least 16 */
     uint32_t index;
-    size_t allocated;     /* objects handed out and not yet freed */
+    size_t allocs, frees; /* objects handed out and freed so far (counted, not derived: the
+                           * difference is what the bound needs, the first is a statistic) */
     bx_block_t *lists[BX_LIST_COUNT]; /* heads of the full / almost full / almost empty lists */
     uint32_t list_len[BX_LIST_COUNT];
-} bx_bin_t;
+} __attribute__((aligned(128))) bx_bin_t; /* a power of two: the bin index is one shift */
+
+/* Objects of the bin handed out and not yet freed. */
+static inline size_t bx_bin_allocated(const bx_bin_t *b) { return b->allocs - b->frees; }
 
 #define BX_MIN_CHAINS 16
 
@@ -42,20 +46,23 @@ void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache);
 /* Validates chains, lists and counts; false on any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);
 
+/* Drops the used-up top chain and returns obj (a tail call keeps the fast path lean). */
+void *bx_bin_chain_exhausted_ret(bx_bin_t *b, bx_blockcache_t *cache, void *obj);
+
 /* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path". */
 static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
     bx_chain_t *top = b->chains.top;
     if (BX_UNLIKELY(!top)) return NULL;
     void *obj = bx_block_pop(top->block);
-    b->allocated++;
-    if (BX_UNLIKELY(--top->count == 0)) bx_bin_chain_exhausted(b, cache);
+    b->allocs++;
+    if (BX_UNLIKELY(--top->count == 0)) return bx_bin_chain_exhausted_ret(b, cache, obj);
     return obj;
 }
 
 /* Returns true when the free started a new chain (the semi-slow path). */
 static inline bool bx_bin_free(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
     bx_block_push(blk, obj);
-    b->allocated--;
+    b->frees++;
     bx_chain_t *top = b->chains.top;
     if (BX_LIKELY(top && top->block == blk)) {
         top->count++;

@@ -78,6 +78,14 @@ static inline bool bx_object_handed_out(const void *obj, const void *p) {
     return obj == p || (((const uintptr_t *)obj)[0] == (uintptr_t)p && ((const uintptr_t *)obj)[1] == ~bx_free_key);
 }
 
+/* The slot start for p, without range checks: only for comparing with p. A p below the
+ * first slot or past the last one never equals the result within the block, or is at or
+ * above the bump pointer. */
+static inline char *bx_block_slot_fast(bx_block_t *b, const void *p) {
+    uint32_t off = (uint32_t)((const char *)p - bx_block_first(b));
+    return bx_block_first(b) + (uint32_t)(((uint64_t)off * b->div_magic) >> 32) * b->size;
+}
+
 /* Takes one free object; the caller knows one exists (a chain counts it). */
 static inline void *bx_block_pop(bx_block_t *b) {
     void *obj = b->free;

@@ -190,7 +190,6 @@ void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
 void *bx_heap_alloc(bx_heap_t *h, size_t size) {
     if (size <= BX_SMALL_MAX) {
         unsigned bin = bx_small_bin(size);
-        h->counters.small++;
         void *p = bx_bin_alloc(&h->small[bin], &h->small_blocks);
         return p ? p : bx_heap_alloc_small_slow(h, bin);
     }

@@ -23,7 +23,7 @@ enum bx_heap_state {
 
 /* Written by the owner only; read racily for statistics. */
 typedef struct bx_heap_counters {
-    size_t small, medium, large, remote_frees;
+    size_t medium, large, remote_frees; /* small allocations are counted by their bins */
     size_t medium_live_bytes;
 } bx_heap_counters_t;
 

@@ -11,11 +11,13 @@
 
 static void add_heap(bx_heap_t *h, void *arg) {
     struct bobox_stats *s = arg;
-    s->small_allocs += h->counters.small;
     s->medium_allocs += h->counters.medium;
     s->large_allocs += h->counters.large;
     s->remote_frees += h->counters.remote_frees;
-    for (unsigned i = 0; i < bx_small_bins; i++) s->allocated_bytes += h->small[i].allocated * h->small[i].size;
+    for (unsigned i = 0; i < bx_small_bins; i++) {
+        s->small_allocs += h->small[i].allocs;
+        s->allocated_bytes += bx_bin_allocated(&h->small[i]) * h->small[i].size;
+    }
     s->allocated_bytes += h->counters.medium_live_bytes;
     if (h->state == BX_HEAP_LIVE)
         s->heaps_live++;

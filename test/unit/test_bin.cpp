@@ -68,7 +68,7 @@ TEST_CASE("bin: random operations keep objects distinct and structures consisten
                 else
                     f.free_local(p);
             }
-            REQUIRE(f.bin.allocated == live.size());
+            REQUIRE(bx_bin_allocated(&f.bin) == live.size());
             if (step % 97 == 0) REQUIRE(bx_bin_check(&f.bin));
             REQUIRE(f.bin.chains.len <= bx_bin_bound(&f.bin) + 1);
         }
@@ -112,7 +112,7 @@ TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands 
     for (int b = 0; b < 40; b++)
         for (int i = b < 20 ? 1 : 4; i < 1023; i++) f.free_local(objs[b * 1023 + i]);
     REQUIRE(bx_bin_check(&f.bin));
-    REQUIRE(f.bin.allocated == 0);
+    REQUIRE(bx_bin_allocated(&f.bin) == 0);
 }
 
 TEST_CASE("bin: refill prefers almost-full, then almost-empty, then a new block", "[bin]") {
