@@ -336,7 +336,15 @@ BX_API void *bobox_realloc(void *p, size_t size) {
     /* Fits, and would not waste more than half: keep it. */
     if (size <= r.usable && (size >= r.usable / 2 || r.usable <= 64)) return p;
     if (r.tag == BX_TAG_LARGE && size > BX_MEDIUM_MAX) {
-        void *q = bx_large_realloc(r.large, size);
+        /* Growing: a cached mapping whose pages are already there costs a copy, which is
+         * cheaper than faulting in the pages that mremap would add. */
+        void *q = size > r.usable && bx_tls_heap ? bx_large_alloc_cached(size, bx_tls_heap->node) : NULL;
+        if (q) {
+            memcpy(q, p, r.usable);
+            free_resolved(&r);
+            return q;
+        }
+        q = bx_large_realloc(r.large, size);
         if (q) return q;
     }
     void *q = bobox_malloc(size);

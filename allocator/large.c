@@ -14,29 +14,84 @@
 
 static bx_lock_t cache_lock = BX_LOCK_INIT;
 static atomic_size_t live_objects, live_bytes;
-static bx_large_t *cache; /* newest first */
+
+/* The cache: lists by size (bucket k holds mappings of [2^k, 2^(k+1)) bytes, newest first)
+ * and one list by age (newest first) for the size limit and the decay. */
+#define BUCKETS 64
+static bx_large_t *buckets[BUCKETS];
+static bx_large_t *newest, *oldest;
 static size_t cache_bytes;
+static uint64_t next_expiry_check_ms;
 
 static size_t page(void) { return bx_os_page_size(); }
+static unsigned bucket_of(size_t bytes) { return 63u - (unsigned)__builtin_clzll(bytes); }
 
 static bool publish(bx_large_t *l) { return bx_pagemap_set_one(l->user, (uintptr_t)l | BX_TAG_LARGE); }
 static void unpublish(bx_large_t *l) { bx_pagemap_set_one(l->user, 0); }
 
-/* Takes a cached mapping that fits `need` bytes without wasting more than a quarter. */
-static bx_large_t *from_cache(size_t need) {
+static void cache_insert(bx_large_t *l) {
+    unsigned b = bucket_of(l->map_size);
+    l->bprev = NULL;
+    l->bnext = buckets[b];
+    if (l->bnext) l->bnext->bprev = l;
+    buckets[b] = l;
+    l->aprev = NULL;
+    l->anext = newest;
+    if (newest) newest->aprev = l;
+    newest = l;
+    if (!oldest) oldest = l;
+    cache_bytes += l->map_size;
+}
+
+static void cache_remove(bx_large_t *l) {
+    if (l->bprev)
+        l->bprev->bnext = l->bnext;
+    else
+        buckets[bucket_of(l->map_size)] = l->bnext;
+    if (l->bnext) l->bnext->bprev = l->bprev;
+    if (l->aprev)
+        l->aprev->anext = l->anext;
+    else
+        newest = l->anext;
+    if (l->anext)
+        l->anext->aprev = l->aprev;
+    else
+        oldest = l->aprev;
+    cache_bytes -= l->map_size;
+}
+
+/* A cached mapping of this node with room for `need` bytes and at most twice that (its
+ * pages are already there: a little more address space beats faulting fresh pages). A
+ * bounded look at two buckets keeps it O(1). */
+static bx_large_t *from_cache(size_t need, int node) {
     bx_large_t *found = NULL;
+    if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return NULL;
     bx_lock(&cache_lock);
-    for (bx_large_t **link = &cache; *link; link = &(*link)->next) {
-        bx_large_t *l = *link;
-        if (l->map_size >= need && l->map_size - need <= l->map_size / 4) {
-            *link = l->next;
-            cache_bytes -= l->map_size;
-            found = l;
-            break;
-        }
+    for (unsigned b = bucket_of(need); b < BUCKETS && b <= bucket_of(need) + 1 && !found; b++) {
+        int looked = 0;
+        for (bx_large_t *l = buckets[b]; l && looked < 8; l = l->bnext, looked++)
+            if (l->map_size >= need && l->map_size <= 2 * need && l->node == node) {
+                found = l;
+                break;
+            }
     }
+    if (found) cache_remove(found);
     bx_unlock(&cache_lock);
     return found;
+}
+
+void *bx_large_alloc_cached(size_t size, int node) {
+    if (size > PTRDIFF_MAX - 2 * page()) return NULL;
+    bx_large_t *l = from_cache(page() + bx_align_up(size < BX_BLOCK_SIZE ? BX_BLOCK_SIZE : size, page()), node);
+    if (!l) return NULL;
+    l->usable = l->map_size - (size_t)(l->user - l->base);
+    if (!publish(l)) {
+        bx_os_unmap(l->base, l->map_size);
+        return NULL;
+    }
+    atomic_fetch_add_explicit(&live_objects, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&live_bytes, l->usable, memory_order_relaxed);
+    return l->user;
 }
 
 void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
@@ -48,7 +103,7 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
         return NULL;
     }
     size_t need = page() + bx_align_up(size, page());
-    bx_large_t *l = alignment <= page() ? from_cache(need) : NULL;
+    bx_large_t *l = alignment <= page() ? from_cache(need, node) : NULL;
     *fresh = l == NULL;
     if (!l) {
         char *base = bx_os_map_aligned(need, alignment, page());
@@ -58,9 +113,9 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
         l->base = base;
         l->map_size = need;
         l->user = base + page();
-        l->usable = need - page();
         l->node = node;
     }
+    l->usable = l->map_size - (size_t)(l->user - l->base);
     if (!publish(l)) {
         bx_os_unmap(l->base, l->map_size);
         errno = ENOMEM;
@@ -71,28 +126,26 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
     return l->user;
 }
 
-static void collect(bool all, bx_large_t **out) {
+/* Unlinks what is past the size limit or the decay delay (all: everything), oldest first,
+ * into a list through `anext`. Called with the lock held. */
+static bx_large_t *collect(bool all) {
     uint64_t now = bx_now_ms();
-    size_t kept_bytes = 0;
-    for (bx_large_t **link = &cache; *link;) {
-        bx_large_t *l = *link;
-        if (all || kept_bytes + l->map_size > bx_options.cache_bytes ||
-            now - l->cached_since_ms >= bx_options.decay_ms) {
-            *link = l->next;
-            cache_bytes -= l->map_size;
-            l->next = *out;
-            *out = l;
-        } else {
-            kept_bytes += l->map_size;
-            link = &l->next;
-        }
+    bx_large_t *out = NULL;
+    while (oldest && (all || cache_bytes > bx_options.cache_bytes ||
+                      now - oldest->cached_since_ms >= bx_options.decay_ms)) {
+        bx_large_t *l = oldest;
+        cache_remove(l);
+        l->anext = out;
+        out = l;
     }
+    next_expiry_check_ms = oldest ? oldest->cached_since_ms + bx_options.decay_ms : UINT64_MAX;
+    return out;
 }
 
 static size_t release(bx_large_t *l) {
     size_t bytes = 0;
     while (l) {
-        bx_large_t *next = l->next;
+        bx_large_t *next = l->anext;
         bytes += l->map_size;
         bx_os_unmap(l->base, l->map_size);
         l = next;
@@ -108,13 +161,12 @@ void bx_large_free(bx_large_t *l) {
     if (l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
         l->cached_since_ms = bx_now_ms();
         bx_lock(&cache_lock);
-        l->next = cache;
-        cache = l;
-        cache_bytes += l->map_size;
-        collect(false, &expired);
+        cache_insert(l);
+        if (cache_bytes > bx_options.cache_bytes || l->cached_since_ms >= next_expiry_check_ms)
+            expired = collect(false);
         bx_unlock(&cache_lock);
     } else {
-        l->next = NULL;
+        l->anext = NULL;
         expired = l;
     }
     release(expired);
@@ -125,38 +177,42 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
     size_t offset = (size_t)(l->user - l->base);
     size_t need = offset + bx_align_up(size < BX_BLOCK_SIZE ? BX_BLOCK_SIZE : size, page());
     if (need == l->map_size) return l->user;
-    char *old_base = l->base, *old_user = l->user;
+    char *old_base = l->base;
     size_t old_size = l->map_size;
+    /* Unregister first: once mremap moves the mapping, another thread's mmap may get the
+     * old range and register its own object in the same pagemap chunk. */
+    unpublish(l);
     /* Moving keeps page alignment only; aligned objects grow in place or not at all. */
     char *base = bx_os_remap(old_base, old_size, need, offset == page());
-    if (!base) return NULL;
-    atomic_fetch_add_explicit(&live_bytes, need - old_size, memory_order_relaxed); /* wraps back on shrink */
+    if (!base) {
+        publish(l); /* unchanged, and its chunk's leaf exists */
+        return NULL;
+    }
     l = (bx_large_t *)base;
     l->base = base;
     l->map_size = need;
     l->user = base + offset;
     l->usable = need - offset;
-    if (base != old_base) {
-        if (!publish(l)) {
-            /* No pagemap leaf for the new place: move back where we were registered. */
-            void *back = mremap(base, need, old_size, MREMAP_MAYMOVE | MREMAP_FIXED, old_base);
-            if (back != old_base) bx_fatal("mremap could not restore a large object", old_user);
-            l = (bx_large_t *)old_base;
-            l->base = old_base;
-            l->map_size = old_size;
-            l->usable = old_size - offset;
-            return NULL;
-        }
-        if (((uintptr_t)old_user ^ (uintptr_t)l->user) >> BX_BLOCK_SHIFT) bx_pagemap_set_one(old_user, 0);
+    atomic_fetch_add_explicit(&live_bytes, need - old_size, memory_order_relaxed); /* wraps back on shrink */
+    if (!publish(l)) {
+        /* No pagemap leaf for the new place: move back where we were registered. */
+        void *back = base == old_base ? base : mremap(base, need, old_size, MREMAP_MAYMOVE | MREMAP_FIXED, old_base);
+        if (back != old_base) bx_fatal("mremap could not restore a large object", l->user);
+        l = (bx_large_t *)old_base;
+        l->base = old_base;
+        l->map_size = old_size;
+        l->user = old_base + offset;
+        l->usable = old_size - offset;
+        publish(l);
+        return NULL;
     }
     return l->user;
 }
 
 size_t bx_large_purge(bool all) {
-    if (!__atomic_load_n(&cache, __ATOMIC_RELAXED)) return 0;
-    bx_large_t *expired = NULL;
+    if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return 0;
     bx_lock(&cache_lock);
-    collect(all, &expired);
+    bx_large_t *expired = collect(all);
     bx_unlock(&cache_lock);
     return release(expired);
 }

@@ -14,7 +14,8 @@ typedef struct bx_large {
     size_t map_size;   /* bytes mapped */
     char *user;        /* the object */
     size_t usable;     /* bytes from user to the end of the mapping */
-    struct bx_large *next; /* link in the cache */
+    struct bx_large *bnext, *bprev; /* the cache's list of its size */
+    struct bx_large *anext, *aprev; /* the cache's list by age */
     uint64_t cached_since_ms;
     int node;
 } bx_large_t;
@@ -22,6 +23,8 @@ typedef struct bx_large {
 /* An object of at least `size` bytes aligned to `alignment`, or NULL (ENOMEM).
  * *fresh is set when the memory comes straight from the OS (already zero). */
 void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh);
+/* Only from the cache: NULL unless a cached mapping fits (its pages are already there). */
+void *bx_large_alloc_cached(size_t size, int node);
 void bx_large_free(bx_large_t *large);
 /* Resizes in place or by moving the mapping; NULL if it cannot (the old object stays). */
 void *bx_large_realloc(bx_large_t *large, size_t size);
