@@ -54,16 +54,16 @@ $(BUILD)/test/unit_alloc: $(UNIT_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A) $(wildcard te
 	$(CXX) $(TEST_CXXFLAGS) -o $@ $(UNIT_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A)
 
 API_SRCS := $(wildcard test/api/*.cpp)
-$(BUILD)/test/unit_api: $(API_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A) $(wildcard test/*.h*)
+$(BUILD)/test/unit_api: $(API_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A) $(wildcard test/*.h* test/api/*.h)
 	$(CXX) $(TEST_CXXFLAGS) -DAPI_PREFIXED -o $@ $(API_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A)
-$(BUILD)/test/preload_api: $(API_SRCS) $(CATCH_MAIN) $(LIBBOBOX_SO) $(wildcard test/*.h*)
+$(BUILD)/test/preload_api: $(API_SRCS) $(CATCH_MAIN) $(LIBBOBOX_SO) $(wildcard test/*.h* test/api/*.h)
 	$(CXX) $(TEST_CXXFLAGS) -o $@ $(API_SRCS) $(CATCH_MAIN) -ldl
 
 # Helper programs the system tests run (C and C++ sources in test/progs).
 PROG_C   := $(wildcard test/progs/*.c)
 PROG_CXX := $(wildcard test/progs/*.cpp)
 TEST_PROGS := $(PROG_C:test/progs/%.c=$(BUILD)/test/progs/%) $(PROG_CXX:test/progs/%.cpp=$(BUILD)/test/progs/%)
-$(BUILD)/test/progs/%: test/progs/%.c include/bobox.h
+$(BUILD)/test/progs/%: test/progs/%.c include/bobox.h $(wildcard test/progs/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) -O2 -g -pthread -Iinclude -fopenmp -o $@ $< -ldl
 $(BUILD)/test/progs/%: test/progs/%.cpp include/bobox.h

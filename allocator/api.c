@@ -195,7 +195,7 @@ static bx_lookup_t lookup(const void *p) {
          * read them while the owner works on the block. */
         if (blk->heap == BX_BLOCK_NO_OWNER) break;
         char *obj = bx_block_object(blk, p);
-        if (!obj || obj >= blk->bump || bx_object_is_free(obj) || !bx_object_handed_out(obj, p)) break;
+        if (!obj || obj >= bx_block_bump(blk) || bx_object_is_free(obj) || !bx_object_handed_out(obj, p)) break;
         r.tag = BX_TAG_SMALL;
         r.block = blk;
         r.object = obj;
@@ -260,7 +260,7 @@ static bool is_double_free(const void *p) {
     if (bx_tag_of(entry) == BX_TAG_SMALL) {
         bx_block_t *blk = bx_block_of(p);
         char *obj = blk->heap == BX_BLOCK_NO_OWNER ? NULL : bx_block_object(blk, p);
-        return obj && obj < blk->bump && bx_object_is_free(obj);
+        return obj && obj < bx_block_bump(blk) && bx_object_is_free(obj);
     }
     if (bx_tag_of(entry) == BX_TAG_MEDIUM) {
         bx_superblock_t *sb = bx_span_of(entry);

@@ -46,6 +46,7 @@ static inline bx_block_t *bx_block_of(const void *p) {
     return (bx_block_t *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK);
 }
 static inline char *bx_block_first(bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER; }
+static inline char *bx_block_bump(const bx_block_t *b) { return __atomic_load_n(&b->bump, __ATOMIC_RELAXED); }
 static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32_t)(b->capacity - b->used); }
 
 /* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
@@ -92,8 +93,10 @@ static inline void *bx_block_pop(bx_block_t *b) {
     if (BX_LIKELY(obj != NULL)) {
         b->free = *(void **)obj;
     } else {
+        /* Relaxed atomic: other threads' frees compare with it (it only grows while the
+         * block holds live objects); a plain move on x86. */
         obj = b->bump;
-        b->bump += b->size;
+        __atomic_store_n(&b->bump, b->bump + b->size, __ATOMIC_RELAXED);
     }
     ((uintptr_t *)obj)[1] = 0;
     b->used++;

@@ -33,7 +33,7 @@ typedef struct bx_heap {
     bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
     bx_heap_counters_t counters;
     int node;
-    int state;
+    _Atomic int state;              /* enum bx_heap_state; read by other threads' frees */
     struct bx_heap *next_all;       /* every heap, for stats and fork */
     struct bx_heap *next_abandoned;
     size_t map_size;

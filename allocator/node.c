@@ -3,6 +3,7 @@
 #include "node.h"
 
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,8 +15,8 @@
 typedef struct bx_node {
     bx_lock_t lock;
     bx_superblock_t *cache; /* newest first */
-    size_t cached;
-    size_t in_use;
+    atomic_size_t cached; /* written under the lock; read without it by stats and purge */
+    atomic_size_t in_use;
 } __attribute__((aligned(64))) bx_node_t;
 
 static bx_node_t nodes[BX_MAX_NODES];
@@ -178,7 +179,7 @@ size_t bx_node_purge(bool all) {
     size_t bytes = 0;
     for (int i = 0; i < node_count; i++) {
         bx_node_t *n = &nodes[i];
-        if (!__atomic_load_n(&n->cached, __ATOMIC_RELAXED)) continue;
+        if (!atomic_load_explicit(&n->cached, memory_order_relaxed)) continue;
         bx_lock(&n->lock);
         bx_superblock_t *expired = collect_expired(n, all);
         bx_unlock(&n->lock);

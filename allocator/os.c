@@ -37,8 +37,10 @@ size_t bx_os_page_size(void) {
     return page;
 }
 
+/* No MAP_NORESERVE: the kernel's overcommit policy decides, as for glibc, so a request it
+ * could never back gets NULL and ENOMEM instead of a mapping that kills at first touch. */
 void *bx_os_map(size_t size) {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
@@ -54,7 +56,7 @@ void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset) {
         errno = ENOMEM;
         return NULL;
     }
-    char *raw = mmap(NULL, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    char *raw = mmap(NULL, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;

@@ -1,0 +1,763 @@
+// Thread tests: cross-thread frees, thousands of short-lived threads (bounded RSS), fork while
+// other threads allocate, and malloc/free from pthread-key destructors, C++ thread_local
+// destructors and atexit handlers.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <pthread.h>
+#include <signal.h>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <vector>
+
+#include "api.h"
+
+using namespace api;
+
+namespace {
+
+// Errors found in worker threads (Catch2 assertions are not thread-safe).
+struct Errors {
+    std::atomic<int> count{0};
+    std::mutex mu;
+    std::string first;
+    void report(const char *fmt, ...) __attribute__((format(printf, 2, 3))) {
+        char buf[256];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        if (count.fetch_add(1) == 0) {
+            std::lock_guard<std::mutex> g(mu);
+            first = buf;
+        }
+    }
+};
+
+struct Item {
+    void *p;
+    size_t n;
+    uint64_t seed;
+    size_t al = 0;   // mixed stress: 0 malloc/calloc/realloc, 1 posix_memalign, else aligned_alloc's alignment
+};
+
+size_t mixed_size(Rng &r) {
+    size_t k = r.below(1000);
+    if (k < 780) return r.below(1025);                    // small
+    if (k < 950) return 1024 + r.below(kSmallMax);         // small, larger classes
+    if (k < 995) return kSmallMax + r.below(200000);       // medium
+    return kMediumMax + 1 + r.below(MB);                   // large
+}
+
+size_t rss_bytes() {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long size = 0, rss = 0;
+    if (fscanf(f, "%lu %lu", &size, &rss) != 2) rss = 0;
+    fclose(f);
+    return rss * page_size();
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("cross-thread frees: A allocates and fills, B verifies and frees", "[api][threads]") {
+    constexpr int T = 4, ROUNDS = 150, BATCH = 64;
+    struct Inbox {
+        std::mutex mu;
+        std::condition_variable cv;
+        std::deque<std::vector<Item>> q;
+    };
+    Inbox inbox[T];
+    Errors err;
+    std::atomic<long> freed{0}, reallocs{0};
+
+    auto worker = [&](int id) {
+        Rng rng(1000 + id);
+        Inbox &out = inbox[(id + 1) % T];
+        Inbox &in = inbox[id];
+        int received = 0;
+        auto consume = [&](std::vector<Item> &batch) {
+            for (Item &it : batch) {
+                size_t bad = check(it.p, it.n, it.seed);
+                if (bad != SIZE_MAX)
+                    err.report("thread %d: received object %p size %zu corrupt at byte %zu", id, it.p, it.n, bad);
+                if (rng.below(8) == 0) {   // realloc an object owned by another thread's heap
+                    size_t nn = mixed_size(rng);
+                    void *q = a_realloc(it.p, nn);
+                    if (nn != 0 && !q) { err.report("realloc(%zu) of a remote object failed", nn); continue; }
+                    if (nn == 0) { reallocs++; continue; }   // realloc(p, 0) freed it
+                    bad = check(q, nn < it.n ? nn : it.n, it.seed);
+                    if (bad != SIZE_MAX)
+                        err.report("thread %d: remote realloc %zu -> %zu lost byte %zu", id, it.n, nn, bad);
+                    a_free(q);
+                    reallocs++;
+                } else {
+                    a_free(it.p);
+                }
+                freed++;
+            }
+        };
+        // objects the thread keeps and frees itself, so its blocks change lists while other
+        // threads free into them
+        Item mine[64] = {};
+        for (int r = 0; r < ROUNDS; r++) {
+            std::vector<Item> batch;
+            batch.reserve(BATCH);
+            for (int i = 0; i < BATCH; i++) {
+                for (int l = 0; l < 2; l++) {
+                    Item &m = mine[rng.below(64)];
+                    if (m.p && check(m.p, m.n, m.seed) != SIZE_MAX) err.report("thread %d: own object corrupt", id);
+                    a_free(m.p);
+                    m.n = rng.below(300);
+                    m.p = a_malloc(m.n);
+                    m.seed = rng.next();
+                    fill(m.p, m.n, m.seed);
+                }
+                size_t n = mixed_size(rng);
+                void *p = a_malloc(n);
+                if (!p) { err.report("malloc(%zu) failed", n); continue; }
+                uint64_t sd = (uint64_t(id) << 40) ^ (uint64_t(r) << 20) ^ uint64_t(i);
+                fill(p, n, sd);
+                batch.push_back({p, n, sd});
+            }
+            {
+                std::lock_guard<std::mutex> g(out.mu);
+                out.q.push_back(std::move(batch));
+            }
+            out.cv.notify_one();
+            // drain whatever has arrived
+            for (;;) {
+                std::vector<Item> got;
+                {
+                    std::lock_guard<std::mutex> g(in.mu);
+                    if (in.q.empty()) break;
+                    got = std::move(in.q.front());
+                    in.q.pop_front();
+                }
+                consume(got);
+                received++;
+            }
+        }
+        for (Item &m : mine) a_free(m.p);
+        while (received < ROUNDS) {
+            std::vector<Item> got;
+            {
+                std::unique_lock<std::mutex> g(in.mu);
+                in.cv.wait(g, [&] { return !in.q.empty(); });
+                got = std::move(in.q.front());
+                in.q.pop_front();
+            }
+            consume(got);
+            received++;
+        }
+    };
+    std::vector<std::thread> th;
+    for (int i = 0; i < T; i++) th.emplace_back(worker, i);
+    for (auto &t : th) t.join();
+    INFO("first error: " << err.first);
+    REQUIRE(err.count.load() == 0);
+    REQUIRE(freed.load() + 0 >= long(T) * ROUNDS * BATCH - reallocs.load());
+    for (auto &b : inbox) REQUIRE(b.q.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("remote frees race with the owner's own malloc/free", "[api][threads]") {
+    // Producers allocate objects as fast as they can, free half of them themselves (so their
+    // blocks keep changing lists), and hand the other half one by one to consumers that free
+    // them: remote frees land in blocks the owner is working on.
+    // Section "small": tiny objects; section "medium": 16 KB .. 136 KB.
+    bool medium = false;
+    SECTION("small") { medium = false; }
+    SECTION("medium") { medium = true; }
+    constexpr int PRODUCERS = 3, CONSUMERS = 3;
+    const int PER_PRODUCER = medium ? 200000 : 2000000;
+    const size_t lo = medium ? kSmallMax : 16, span = medium ? 120000 : 200;
+    constexpr unsigned QN = 4096;
+    struct Ring {
+        std::mutex mu;
+        std::condition_variable cv;
+        void *q[QN];
+        unsigned head = 0, tail = 0;
+        bool done = false;
+    } ring;
+    Errors err;
+    auto producer = [&](int id) {
+        Rng rng(id + 300);
+        void *mine[64] = {};
+        for (int i = 0; i < PER_PRODUCER; i++) {
+            size_t n = lo + rng.below(span);
+            uint64_t *p = static_cast<uint64_t *>(a_malloc(n));
+            if (!p) { err.report("malloc(%zu) failed", n); return; }
+            p[0] = reinterpret_cast<uintptr_t>(p) ^ 0x5a5a5a5a5a5a5a5aull;   // tag checked by the consumer
+            p[1] = n;
+            if (i & 1) {
+                int k = static_cast<int>(rng.below(64));
+                a_free(mine[k]);
+                mine[k] = p;
+                continue;
+            }
+            std::unique_lock<std::mutex> g(ring.mu);
+            ring.cv.wait(g, [&] { return ring.head - ring.tail < QN; });
+            ring.q[ring.head++ % QN] = p;
+            g.unlock();
+            ring.cv.notify_all();
+        }
+        for (void *m : mine) a_free(m);
+    };
+    auto consumer = [&] {
+        for (;;) {
+            std::unique_lock<std::mutex> g(ring.mu);
+            ring.cv.wait(g, [&] { return ring.head != ring.tail || ring.done; });
+            if (ring.head == ring.tail) return;
+            uint64_t *p = static_cast<uint64_t *>(ring.q[ring.tail++ % QN]);
+            g.unlock();
+            ring.cv.notify_all();
+            if (p[0] != (reinterpret_cast<uintptr_t>(p) ^ 0x5a5a5a5a5a5a5a5aull) || p[1] < lo || p[1] >= lo + span)
+                err.report("object %p handed over with a corrupt header", static_cast<void *>(p));
+            a_free(p);
+        }
+    };
+    for (int rep = 0; rep < 3; rep++) {   // a narrow window: give it a few chances
+        ring.done = false;
+        std::vector<std::thread> prod, cons;
+        for (int i = 0; i < PRODUCERS; i++) prod.emplace_back(producer, i + rep * PRODUCERS);
+        for (int i = 0; i < CONSUMERS; i++) cons.emplace_back(consumer);
+        for (auto &t : prod) t.join();
+        {
+            std::lock_guard<std::mutex> g(ring.mu);
+            ring.done = true;
+        }
+        ring.cv.notify_all();
+        for (auto &t : cons) t.join();
+        INFO("round " << rep << ", first error: " << err.first);
+        REQUIRE(err.count.load() == 0);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("mixed API stress: objects migrate between threads through shared slots", "[api][threads]") {
+    // Every operation takes a random slot's object (whoever allocated it), verifies it, and
+    // frees it, reallocs it or hands it back; then allocates with a random API call.
+    constexpr int T = 4, OPS = 20000, SLOTS = 512;
+    struct Slot {
+        std::atomic<Item *> item{nullptr};
+    };
+    static Slot slots[SLOTS];
+    Errors err;
+    auto worker = [&](int id) {
+        Rng rng(id * 7 + 3);
+        for (int op = 0; op < OPS; op++) {
+            Slot &sl = slots[rng.below(SLOTS)];
+            Item *it = sl.item.exchange(nullptr);
+            if (it) {
+                size_t bad = check(it->p, it->n, it->seed);
+                if (bad != SIZE_MAX) err.report("slot object %p size %zu corrupt at %zu", it->p, it->n, bad);
+                if (rng.below(4) == 0) {          // realloc (possibly another thread's object)
+                    size_t nn = 1 + mixed_size(rng) / (rng.below(2) ? 1 : 16);
+                    void *q = a_realloc(it->p, nn);
+                    if (!q) { err.report("realloc to %zu failed", nn); a_free(it->p); a_free(it); continue; }
+                    bad = check(q, std::min(nn, it->n), it->seed);
+                    if (bad != SIZE_MAX) err.report("realloc %zu -> %zu lost byte %zu", it->n, nn, bad);
+                    it->p = q;
+                    it->n = nn;
+                    it->al = 0;
+                    it->seed = rng.next();
+                    fill(q, nn, it->seed);
+                    Item *prev = sl.item.exchange(it);
+                    if (prev) { a_free(prev->p); a_free(prev); }
+                    continue;
+                }
+                if (rng.below(3) != 0) a_free(it->p);
+                else if (it->al == 0) a_free_sized(it->p, it->n);
+                else if (it->al == 1) a_free(it->p);
+                else a_free_aligned_sized(it->p, it->al, it->n);
+                a_free(it);
+            }
+            size_t n = mixed_size(rng);
+            void *p = nullptr;
+            size_t al = 0;
+            switch (rng.below(6)) {
+            case 0: p = a_calloc(1, n);
+                if (p && first_nonzero(p, n) != SIZE_MAX) err.report("calloc(%zu) not zeroed", n);
+                break;
+            case 1: al = size_t(16) << rng.below(12); p = a_aligned_alloc(al, n); break;
+            case 2: al = 1; if (a_posix_memalign(&p, size_t(8) << rng.below(10), n) != 0) p = nullptr; break;
+            default: p = a_malloc(n); break;
+            }
+            if (!p) { err.report("allocation of %zu failed", n); continue; }
+            Item *ni = static_cast<Item *>(a_malloc(sizeof(Item)));
+            *ni = {p, n, rng.next(), al};
+            fill(p, n, ni->seed);
+            Item *prev = sl.item.exchange(ni);
+            if (prev) {   // someone filled the slot meanwhile: free theirs
+                if (check(prev->p, prev->n, prev->seed) != SIZE_MAX) err.report("displaced object corrupt");
+                a_free(prev->p);
+                a_free(prev);
+            }
+        }
+    };
+    std::vector<std::thread> th;
+    for (int i = 0; i < T; i++) th.emplace_back(worker, i);
+    for (auto &t : th) t.join();
+    for (auto &sl : slots) {
+        Item *it = sl.item.exchange(nullptr);
+        if (!it) continue;
+        if (check(it->p, it->n, it->seed) != SIZE_MAX) err.report("final object corrupt");
+        a_free(it->p);
+        a_free(it);
+    }
+    INFO("first error: " << err.first);
+    REQUIRE(err.count.load() == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("calloc zeroes memory dirtied and freed by another thread", "[api][threads][calloc]") {
+    const size_t sizes[] = {16, 100, 1000, 8000, kSmallMax, 30000, 200000, kMediumMax, 700000};
+    Errors err;
+    for (int round = 0; round < 20; round++) {
+        // this thread allocates, another dirties and frees (remote frees into our heap)
+        std::vector<Item> v;
+        for (size_t s : sizes)
+            for (int k = 0; k < (s > kSmallMax ? 2 : 20); k++) v.push_back({a_malloc(s), s, 0});
+        std::thread([&] {
+            for (Item &it : v) {
+                memset(it.p, 0xAB, a_usable(it.p));
+                a_free(it.p);
+            }
+        }).join();
+        // now calloc the same sizes here, several times over
+        for (int rep = 0; rep < 3; rep++) {
+            std::vector<void *> got;
+            for (const Item &it : v) {
+                void *q = rep & 1 ? a_calloc(it.n, 1) : a_calloc(1, it.n);
+                if (!q) { err.report("calloc(%zu) failed", it.n); continue; }
+                size_t bad = first_nonzero(q, it.n);
+                if (bad != SIZE_MAX) err.report("calloc(%zu) round %d: byte %zu not zero", it.n, round, bad);
+                got.push_back(q);
+            }
+            for (void *q : got) { memset(q, 0xCD, 16); a_free(q); }
+        }
+    }
+    INFO("first error: " << err.first);
+    REQUIRE(err.count.load() == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("2000 short-lived threads; objects freed after their thread exited; RSS bounded", "[api][threads]") {
+    constexpr int WAVES = 250, PER_WAVE = 8, OBJS = 40;
+    Errors err;
+    // objs[w % 2][t]: objects of the previous wave, freed half by the next wave's threads
+    // (remote frees into the heap of an exited thread) and half by the main thread.
+    std::vector<std::vector<Item>> slots[2];
+    for (auto &s : slots) s.assign(PER_WAVE, {});
+    size_t rss_200 = 0, rss_end = 0;
+
+    auto body = [&](int wave, int t) {
+        Rng rng(wave * 64 + t + 1);
+        std::vector<Item> &mine = slots[wave & 1][t];
+        std::vector<Item> &prev = slots[(wave + 1) & 1][t];
+        // free the even-indexed objects of the previous wave's thread t
+        for (size_t i = 0; i < prev.size(); i += 2) {
+            size_t bad = check(prev[i].p, prev[i].n, prev[i].seed);
+            if (bad != SIZE_MAX) err.report("wave %d: object of exited thread corrupt at %zu", wave, bad);
+            a_free(prev[i].p);
+            prev[i].p = nullptr;
+        }
+        // churn: the thread's heap gets blocks of several classes
+        for (int i = 0; i < 100; i++) {
+            size_t n = rng.below(3000);
+            void *p = a_malloc(n);
+            fill(p, n, i);
+            a_free(p);
+        }
+        for (int i = 0; i < OBJS; i++) {
+            size_t n = (i == 0) ? 100000 + rng.below(300000) : (i == 1 && wave % 4 == 0) ? 600000 : rng.below(4000);
+            void *p = a_malloc(n);
+            if (!p) { err.report("malloc(%zu) failed in wave %d", n, wave); continue; }
+            uint64_t sd = rng.next();
+            fill(p, n, sd);
+            mine[i] = {p, n, sd};
+        }
+    };
+
+    for (int w = 0; w < WAVES; w++) {
+        for (auto &v : slots[w & 1]) v.assign(OBJS, {nullptr, 0, 0});
+        std::vector<std::thread> th;
+        for (int t = 0; t < PER_WAVE; t++) th.emplace_back(body, w, t);
+        for (auto &t : th) t.join();
+        // main thread frees the odd-indexed objects of the previous wave (owner thread is gone)
+        for (auto &v : slots[(w + 1) & 1]) {
+            for (size_t i = 1; i < v.size(); i += 2) {
+                if (!v[i].p) continue;
+                size_t bad = check(v[i].p, v[i].n, v[i].seed);
+                if (bad != SIZE_MAX) err.report("wave %d: object corrupt at %zu (main)", w, bad);
+                a_free(v[i].p);
+                v[i].p = nullptr;
+            }
+            v.clear();
+        }
+        if (w == 24) rss_200 = rss_bytes();            // after the first 200 threads
+        if (w == WAVES - 1) rss_end = rss_bytes();     // same point of the cycle, 2000 threads
+    }
+    for (auto &s : slots)
+        for (auto &v : s)
+            for (auto &it : v)
+                if (it.p) a_free(it.p);
+    INFO("first error: " << err.first);
+    REQUIRE(err.count.load() == 0);
+    const size_t margin = 32 * MB;
+    INFO("RSS after 200 threads " << rss_200 / 1024 << " KB, after 2000 threads " << rss_end / 1024 << " KB");
+    REQUIRE(rss_200 > 0);
+    REQUIRE(rss_end < rss_200 + margin);
+    if (!foreign_allowed() && get_stats_ptr()) {
+        struct bobox_stats st;
+        memset(&st, 0, sizeof st);
+        get_stats_ptr()(&st);
+        INFO("heaps_live " << st.heaps_live << " heaps_abandoned " << st.heaps_abandoned
+             << " mapped " << st.mapped_bytes << " superblocks_in_use " << st.superblocks_in_use);
+        // heaps of exited threads must be reused or released, not pile up per thread
+        CHECK(st.heaps_live + st.heaps_abandoned < 1000);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("300 threads alive at once; their objects outlive them", "[api][threads]") {
+    constexpr int N = 300, OBJS = 30;
+    std::vector<std::vector<Item>> objs(N, std::vector<Item>(OBJS, Item{nullptr, 0, 0}));
+    Errors err;
+    std::mutex mu;
+    std::condition_variable cv;
+    int arrived = 0;
+    auto body = [&](int id) {
+        Rng rng(id + 9000);
+        for (int i = 0; i < OBJS; i++) {
+            size_t n = i == 0 ? kSmallMax + rng.below(100000) : rng.below(2000);
+            void *p = a_malloc(n);
+            if (!p) { err.report("malloc(%zu) failed", n); continue; }
+            uint64_t sd = rng.next();
+            fill(p, n, sd);
+            objs[id][i] = {p, n, sd};
+        }
+        // everyone alive at the same time
+        std::unique_lock<std::mutex> g(mu);
+        if (++arrived == N) cv.notify_all();
+        cv.wait(g, [&] { return arrived == N; });
+        g.unlock();
+        // free the neighbour's even objects (remote frees while the owner is alive)
+        auto &nb = objs[(id + 1) % N];
+        for (int i = 0; i < OBJS; i += 2) {
+            if (!nb[i].p) continue;
+            if (check(nb[i].p, nb[i].n, nb[i].seed) != SIZE_MAX) err.report("thread %d: neighbour object corrupt", id);
+            a_free(nb[i].p);
+            nb[i].p = nullptr;
+        }
+    };
+    std::vector<std::thread> th;
+    th.reserve(N);
+    for (int i = 0; i < N; i++) th.emplace_back(body, i);
+    for (auto &t : th) t.join();
+    // the odd objects outlived their threads
+    for (auto &v : objs)
+        for (auto &it : v) {
+            if (!it.p) continue;
+            if (check(it.p, it.n, it.seed) != SIZE_MAX) err.report("object of an exited thread corrupt");
+            a_free(it.p);
+        }
+    INFO("first error: " << err.first);
+    REQUIRE(err.count.load() == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+constexpr int kSlots = 64;
+std::atomic<void *> g_slot[kSlots];
+std::atomic<size_t> g_slot_size[kSlots];
+
+// Child side of the fork test; returns an exit code (0 = fine).
+int fork_child(void *parent_obj, size_t parent_n, uint64_t parent_seed) {
+    alarm(10);   // a deadlock shows up as SIGALRM
+    if (check(parent_obj, parent_n, parent_seed) != SIZE_MAX) return 10;
+    a_free(parent_obj);
+    // objects allocated by the (now non-existent) background threads
+    for (int i = 0; i < kSlots; i++) {
+        void *p = g_slot[i].load();
+        size_t n = g_slot_size[i].load();
+        if (p && check(p, n, uint64_t(i) + 5000) == SIZE_MAX) a_free(p);
+    }
+    Rng rng(getpid());
+    std::vector<Item> v;
+    v.reserve(400);
+    for (int i = 0; i < 400; i++) {
+        size_t n = mixed_size(rng);
+        void *p = (i % 5 == 0) ? a_calloc(1, n) : a_malloc(n);
+        if (!p) return 11;
+        if (i % 5 == 0 && first_nonzero(p, n) != SIZE_MAX) return 12;
+        fill(p, n, i);
+        v.push_back({p, n, uint64_t(i)});
+    }
+    for (auto &it : v) {
+        if (check(it.p, it.n, it.seed) != SIZE_MAX) return 13;
+        a_free(it.p);
+    }
+    // a new thread in the child allocates too
+    pthread_t th;
+    std::atomic<int> ok{0};
+    auto fn = [](void *arg) -> void * {
+        for (int i = 0; i < 200; i++) {
+            void *p = a_malloc(size_t(i) * 97 % 40000);
+            memset(p, 1, size_t(i) * 97 % 40000);
+            a_free(p);
+        }
+        static_cast<std::atomic<int> *>(arg)->store(1);
+        return nullptr;
+    };
+    if (pthread_create(&th, nullptr, fn, &ok) != 0) return 14;
+    pthread_join(th, nullptr);
+    if (ok.load() != 1) return 15;
+    return 0;
+}
+} // namespace
+
+TEST_CASE("fork while other threads allocate: children can malloc/free and exit", "[api][threads][fork]") {
+    constexpr int FORKS = 40;
+    std::atomic<bool> stop{false};
+    for (auto &s : g_slot) s.store(nullptr);
+    auto churn = [&](int id) {
+        Rng rng(id + 77);
+        while (!stop.load(std::memory_order_relaxed)) {
+            int k = static_cast<int>(rng.below(kSlots));
+            void *old = g_slot[k].exchange(nullptr);
+            if (old) a_free(old);
+            size_t n = mixed_size(rng);
+            void *p = a_malloc(n);
+            fill(p, n, uint64_t(k) + 5000);
+            g_slot_size[k].store(n);
+            void *prev = g_slot[k].exchange(p);
+            if (prev) a_free(prev);
+            // plus short-lived objects
+            void *t = a_malloc(rng.below(600));
+            a_free(t);
+            if (rng.below(64) == 0) { void *l = a_malloc(2 * MB); memset(l, 3, 4096); a_free(l); }
+        }
+    };
+    std::vector<std::thread> th;
+    for (int i = 0; i < 3; i++) th.emplace_back(churn, i);
+    std::vector<std::string> failures;
+    std::cout.flush();
+    fflush(nullptr);
+    for (int f = 0; f < FORKS; f++) {
+        size_t n = 1000 + size_t(f) * 7919;
+        void *obj = a_malloc(n);
+        fill(obj, n, f);
+        std::this_thread::sleep_for(std::chrono::microseconds(500 + f * 50));
+        pid_t pid = fork();
+        if (pid == 0) _exit(fork_child(obj, n, f));
+        if (pid < 0) { failures.push_back("fork failed"); a_free(obj); break; }
+        a_free(obj);
+        int status = 0;
+        pid_t r = 0;
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+        while ((r = waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (r == 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            failures.push_back("fork " + std::to_string(f) + ": child hung (killed after 30 s)");
+        } else if (WIFSIGNALED(status)) {
+            failures.push_back("fork " + std::to_string(f) + ": child killed by signal " +
+                               std::to_string(WTERMSIG(status)) +
+                               (WTERMSIG(status) == SIGALRM ? " (SIGALRM: deadlock in the child)" : ""));
+        } else if (WEXITSTATUS(status) != 0) {
+            failures.push_back("fork " + std::to_string(f) + ": child exit code " + std::to_string(WEXITSTATUS(status)));
+        }
+    }
+    stop = true;
+    for (auto &t : th) t.join();
+    for (auto &s : g_slot) { void *p = s.exchange(nullptr); if (p) a_free(p); }
+    for (auto &m : failures) UNSCOPED_INFO(m);
+    REQUIRE(failures.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+namespace {
+std::atomic<int> g_key_calls{0}, g_key_errors{0};
+pthread_key_t g_key;
+
+void key_destructor(void *v) {
+    Item *it = static_cast<Item *>(v);
+    if (check(it->p, it->n, it->seed) != SIZE_MAX) g_key_errors++;
+    a_free(it->p);
+    bool again = it->seed < 1000;   // first round: allocate again and re-arm the key
+    a_free(it);
+    // malloc/free of all ranges from inside the destructor
+    for (size_t n : {size_t(10), size_t(5000), size_t(100000), size_t(700000)}) {
+        void *p = a_malloc(n);
+        if (!p) { g_key_errors++; continue; }
+        fill(p, n, n);
+        if (check(p, n, n) != SIZE_MAX) g_key_errors++;
+        a_free(p);
+    }
+    if (again) {
+        Item *nx = static_cast<Item *>(a_malloc(sizeof(Item)));
+        nx->n = 3000;
+        nx->p = a_malloc(nx->n);
+        nx->seed = 5000;
+        fill(nx->p, nx->n, nx->seed);
+        pthread_setspecific(g_key, nx);   // destructor runs again in the next iteration
+    }
+    g_key_calls++;
+}
+
+std::atomic<int> g_tls_dtors{0}, g_tls_errors{0};
+struct TlsHolder {
+    Item bufs[6];
+    TlsHolder() {
+        for (int i = 0; i < 6; i++) {
+            size_t n = size_t(1) << (3 * i + 2);   // 4 B .. 128 KB
+            bufs[i] = {a_malloc(n), n, uint64_t(i) + 31};
+            fill(bufs[i].p, n, bufs[i].seed);
+        }
+    }
+    ~TlsHolder() {
+        for (auto &b : bufs) {
+            if (check(b.p, b.n, b.seed) != SIZE_MAX) g_tls_errors++;
+            a_free(b.p);
+        }
+        for (size_t n : {size_t(64), size_t(20000), size_t(600000)}) {
+            void *p = a_calloc(1, n);
+            if (!p || first_nonzero(p, n) != SIZE_MAX) g_tls_errors++;
+            a_free(p);
+        }
+        g_tls_dtors++;
+    }
+};
+thread_local TlsHolder *tls_touch_dummy = nullptr;
+TlsHolder &tls_holder() {
+    thread_local TlsHolder h;
+    return h;
+}
+} // namespace
+
+TEST_CASE("malloc/free from pthread-key destructors", "[api][threads][dtor]") {
+    REQUIRE(pthread_key_create(&g_key, key_destructor) == 0);
+    g_key_calls = 0;
+    g_key_errors = 0;
+    constexpr int N = 48;
+    for (int round = 0; round < N / 8; round++) {
+        std::vector<std::thread> th;
+        for (int i = 0; i < 8; i++)
+            th.emplace_back([] {
+                // allocations before, so the thread has a heap of its own
+                void *warm = a_malloc(200);
+                Item *it = static_cast<Item *>(a_malloc(sizeof(Item)));
+                it->n = 700;
+                it->p = a_malloc(it->n);
+                it->seed = 7;
+                fill(it->p, it->n, it->seed);
+                pthread_setspecific(g_key, it);
+                a_free(warm);
+            });
+        for (auto &t : th) t.join();
+    }
+    pthread_key_delete(g_key);
+    REQUIRE(g_key_errors.load() == 0);
+    REQUIRE(g_key_calls.load() == 2 * N);   // each thread: first call + re-armed second call
+}
+
+TEST_CASE("malloc/free from C++ thread_local destructors", "[api][threads][dtor]") {
+    g_tls_dtors = 0;
+    g_tls_errors = 0;
+    constexpr int N = 48;
+    for (int round = 0; round < N / 8; round++) {
+        std::vector<std::thread> th;
+        for (int i = 0; i < 8; i++)
+            th.emplace_back([] {
+                TlsHolder &h = tls_holder();
+                tls_touch_dummy = &h;
+                void *p = a_malloc(1234);
+                a_free(p);
+            });
+        for (auto &t : th) t.join();
+    }
+    REQUIRE(g_tls_errors.load() == 0);
+    REQUIRE(g_tls_dtors.load() == N);
+}
+
+namespace {
+int g_exit_pipe = -1;
+Item g_exit_obj;
+void exit_handler() {
+    char ok = 'A';
+    if (check(g_exit_obj.p, g_exit_obj.n, g_exit_obj.seed) != SIZE_MAX) ok = 'c';
+    a_free(g_exit_obj.p);
+    for (size_t n : {size_t(1), size_t(3000), size_t(100000), size_t(2 * MB)}) {
+        void *p = a_malloc(n);
+        if (!p) { ok = 'm'; continue; }
+        fill(p, n, n);
+        void *q = a_realloc(p, n * 2 + 1);
+        if (!q || check(q, n, n) != SIZE_MAX) ok = 'r';
+        a_free(q);
+    }
+    if (write(g_exit_pipe, &ok, 1) != 1) _exit(3);
+}
+struct ExitTls {
+    void *p = nullptr;
+    ~ExitTls() {
+        char ok = 'T';
+        if (!p || check(p, 50000, 99) != SIZE_MAX) ok = 't';
+        a_free(p);
+        void *q = a_malloc(777);
+        a_free(q);
+        if (write(g_exit_pipe, &ok, 1) != 1) _exit(4);
+    }
+};
+} // namespace
+
+TEST_CASE("malloc/free from atexit handlers and main-thread TLS destructors at exit()", "[api][threads][dtor]") {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    std::cout.flush();
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10);
+        close(fds[0]);
+        g_exit_pipe = fds[1];
+        g_exit_obj = {a_malloc(40000), 40000, 1234};
+        fill(g_exit_obj.p, g_exit_obj.n, g_exit_obj.seed);
+        atexit(exit_handler);
+        static thread_local ExitTls tls;
+        tls.p = a_malloc(50000);
+        fill(tls.p, 50000, 99);
+        // a thread that finished before exit, with objects still live in the main thread
+        void *from_thread = nullptr;
+        std::thread([&] { from_thread = a_malloc(12345); fill(from_thread, 12345, 5); }).join();
+        if (check(from_thread, 12345, 5) != SIZE_MAX) _exit(5);
+        a_free(from_thread);
+        exit(0);   // runs TLS destructors, then atexit handlers
+    }
+    REQUIRE(pid > 0);
+    close(fds[1]);
+    std::string got;
+    char c;
+    while (read(fds[0], &c, 1) == 1) got += c;
+    close(fds[0]);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    INFO("child status " << status << ", pipe \"" << got << "\" (expected TLS 'T' and atexit 'A')");
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    REQUIRE(got.find('T') != std::string::npos);
+    REQUIRE(got.find('A') != std::string::npos);
+    REQUIRE(got.size() == 2);
+}
