@@ -386,6 +386,11 @@ BX_API void bobox_malloc_stats(void) {
     bobox_print_stats(2);
 }
 
+BX_API int bobox_check_heap(void) {
+    ensure_init();
+    return bx_tls_heap ? bx_heap_check(bx_tls_heap) : 1;
+}
+
 BX_API void bobox_get_stats(struct bobox_stats *out) {
     ensure_init();
     bx_stats_collect(out);

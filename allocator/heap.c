@@ -92,6 +92,7 @@ void bx_heap_drain(bx_heap_t *h) {
 }
 
 void bx_heap_release_free(bx_heap_t *h) {
+    bx_heap_flush_outbox(h);
     bx_heap_drain(h);
     for (unsigned i = 0; i < bx_small_bins; i++) bx_bin_flush(&h->small[i], &h->small_blocks);
     bx_blockcache_flush(&h->small_blocks);
@@ -139,12 +140,8 @@ static void return_ownerless(bx_heap_t *h) {
     bx_unlock(&registry_lock);
 }
 
-void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
-    bx_heap_t *self = bx_tls_heap;
-    if (self) self->counters.remote_frees++;
-    bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
-    size_t waiting = bx_remote_push(owner, obj, size);
-    /* Nobody drains a heap whose thread is gone: whoever notices the pile does. */
+/* Nobody drains a heap whose thread is gone: whoever notices the pile does. */
+static void after_push(bx_heap_t *owner, size_t waiting) {
     int state = owner->state;
     if ((state == BX_HEAP_ABANDONED || state == BX_HEAP_ORPHAN) && waiting >= BX_REMOTE_RECLAIM_BYTES &&
         take_ownerless(owner, false)) {
@@ -153,12 +150,50 @@ void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
     }
 }
 
+static void flush_slot(bx_outbox_slot_t *slot) {
+    if (!slot->count) return;
+    after_push(slot->to, bx_remote_push_chain(slot->to, slot->first, slot->last, slot->bytes));
+    slot->to = NULL;
+    slot->first = slot->last = NULL;
+    slot->count = 0;
+    slot->bytes = 0;
+}
+
+void bx_heap_flush_outbox(bx_heap_t *h) {
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++) flush_slot(&h->outbox[i]);
+}
+
+void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
+    bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
+    /* A thread that only frees gets a heap too: its outbox batches the frees. */
+    bx_heap_t *self = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
+    if (self) self->counters.remote_frees++;
+    if (!self || owner->state != BX_HEAP_LIVE) {
+        after_push(owner, bx_remote_push(owner, obj, size));
+        return;
+    }
+    bx_outbox_slot_t *slot = NULL;
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++)
+        if (self->outbox[i].to == owner) slot = &self->outbox[i];
+    if (!slot) {
+        slot = &self->outbox[self->outbox_victim++ % BX_OUTBOX_SLOTS];
+        flush_slot(slot);
+        slot->to = owner;
+    }
+    *(void **)obj = slot->first;
+    if (!slot->first) slot->last = obj;
+    slot->first = obj;
+    slot->bytes += size;
+    if (++slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES) flush_slot(slot);
+}
+
 /* ---- allocation ------------------------------------------------------------------------ */
 
 void bx_heap_tick(bx_heap_t *h) {
     uint64_t now = bx_now_ms();
     if (now < h->next_purge_ms) return;
     h->next_purge_ms = now + (bx_options.decay_ms ? bx_options.decay_ms : 1);
+    bx_heap_flush_outbox(h);
     bx_blockcache_flush(&h->small_blocks);
     for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_flush(&h->medium[i]);
     bx_node_purge(false);

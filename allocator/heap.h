@@ -27,6 +27,19 @@ typedef struct bx_heap_counters {
     size_t medium_live_bytes;
 } bx_heap_counters_t;
 
+/* Frees for another heap, batched by the freeing thread so that a stream of them costs one
+ * compare-and-swap per batch instead of one per object (the thesis's per-pair lists, with
+ * no lock and no per-pair structure). */
+#define BX_OUTBOX_SLOTS 4
+#define BX_OUTBOX_BATCH 32
+#define BX_OUTBOX_BYTES (64 * BX_KB)
+typedef struct bx_outbox_slot {
+    struct bx_heap *to;
+    void *first, *last;
+    uint32_t count;
+    size_t bytes;
+} bx_outbox_slot_t;
+
 typedef struct bx_heap {
     bx_bin_t small[BX_SMALL_BINS_MAX];
     bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
@@ -38,6 +51,8 @@ typedef struct bx_heap {
     struct bx_heap *next_abandoned;
     size_t map_size;
     uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */
+    bx_outbox_slot_t outbox[BX_OUTBOX_SLOTS];
+    unsigned outbox_victim;
     /* Written by other threads: kept off the owner's cache lines. */
     _Atomic(void *) remote __attribute__((aligned(64)));
     atomic_size_t remote_bytes;
@@ -72,6 +87,8 @@ void bx_heap_free_direct(bx_heap_t *h, void *obj);
 
 /* Frees an object owned by heap `owner` from a thread that does not own it. */
 void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size);
+/* Sends every batched free on to its heap. */
+void bx_heap_flush_outbox(bx_heap_t *h);
 /* Drains the remote list into the blocks (DESIGN §4: bypasses the chain stack). */
 void bx_heap_drain(bx_heap_t *h);
 

@@ -13,6 +13,8 @@
 
 /* Pushes obj (of `size` bytes) onto h's list; returns the bytes now waiting. */
 size_t bx_remote_push(bx_heap_t *h, void *obj, size_t size);
+/* Pushes a chain first..last (linked through their first words) with one compare-and-swap. */
+size_t bx_remote_push_chain(bx_heap_t *h, void *first, void *last, size_t bytes);
 /* Takes the whole list and returns it (NULL if empty), subtracting nothing yet. */
 void *bx_remote_take(bx_heap_t *h);
 static inline bool bx_remote_pending(bx_heap_t *h) {

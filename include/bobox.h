@@ -40,6 +40,10 @@ struct mallinfo2 bobox_mallinfo2(void);
 /* 1 if ptr is the address of a live allocation that this allocator handed out. */
 int bobox_owns(const void *ptr);
 
+/* Validates every structure of the calling thread's heap (bins, chain records, block
+ * lists, superblock heaps); 1 if consistent, 0 otherwise. */
+int bobox_check_heap(void);
+
 /* Counters, summed over all threads (approximate while threads run). */
 struct bobox_stats {
     size_t small_allocs, medium_allocs, large_allocs; /* calls served per size range */
