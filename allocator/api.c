@@ -238,7 +238,7 @@ static void free_resolved(bx_lookup_t *r) {
             bx_heap_free_foreign(r->block->heap, r->object, r->block->size);
         break;
     case BX_TAG_MEDIUM:
-        if (!bx_sb_take_live(r->sb, r->index)) bx_fatal("free(): double free", r->object);
+        if (!bx_sb_take_live(r->sb, r->index, r->sb->heap == h)) bx_fatal("free(): double free", r->object);
         if (r->sb->heap == h)
             bx_heap_free_medium(h, r->sb, r->index);
         else

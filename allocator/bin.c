@@ -54,7 +54,7 @@ static void place(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     blk->list = BX_LIST_NONE;
     if (blk->used == 0) {
         blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
-        bx_blockcache_free(cache, blk);
+        bx_blockcache_free(cache, bx_superblock_of(blk), blk);
         return;
     }
     uint32_t free = bx_block_free_count(blk);
@@ -98,7 +98,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
     bx_block_t *blk = b->lists[BX_LIST_ALMOST_FULL];
     if (!blk) blk = b->lists[BX_LIST_ALMOST_EMPTY];
     if (!blk) {
-        blk = bx_blockcache_alloc(cache);
+        blk = bx_blockcache_alloc(cache, NULL);
         if (!blk) return NULL;
         bx_block_init(blk, heap, b->index, b->size);
     }

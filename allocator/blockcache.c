@@ -3,7 +3,7 @@
 
 #include "pagemap.h"
 
-static bx_superblock_t *superblock_of(void *block) { return bx_span_of(bx_pagemap_get(block)); }
+bx_superblock_t *bx_superblock_of(const void *block) { return bx_span_of(bx_pagemap_get(block)); }
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size,
                         uint32_t bound, int node) {
@@ -13,17 +13,18 @@ void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag
     bc->bound = bound;
 }
 
-void *bx_blockcache_alloc(bx_blockcache_t *bc) {
+void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
     void *block = bc->head;
-    if (!block) return bx_blockalloc_alloc(&bc->alloc);
+    if (!block) return bx_blockalloc_alloc(&bc->alloc, sb_out);
     bc->head = *(void **)block;
     bc->count--;
-    if (--superblock_of(block)->cached == 0) bc->represented--;
+    bx_superblock_t *sb = bx_superblock_of(block);
+    if (--sb->cached == 0) bc->represented--;
+    if (sb_out) *sb_out = sb;
     return block;
 }
 
-void bx_blockcache_free(bx_blockcache_t *bc, void *block) {
-    bx_superblock_t *sb = superblock_of(block);
+void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
     if (sb->cached == 0) {
         if (bc->represented >= bc->bound) {
             bx_blockalloc_free(&bc->alloc, sb, block);
@@ -41,7 +42,7 @@ void bx_blockcache_flush(bx_blockcache_t *bc) {
     while (bc->head) {
         void *block = bc->head;
         bc->head = *(void **)block;
-        bx_superblock_t *sb = superblock_of(block);
+        bx_superblock_t *sb = bx_superblock_of(block);
         sb->cached--;
         bx_blockalloc_free(&bc->alloc, sb, block);
     }

@@ -22,8 +22,12 @@ typedef struct bx_blockcache {
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size,
                         uint32_t bound, int node);
-void *bx_blockcache_alloc(bx_blockcache_t *bc);
-void bx_blockcache_free(bx_blockcache_t *bc, void *block);
+/* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. */
+void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out);
+/* Takes back a block of superblock sb. */
+void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
+/* The superblock holding a block (a pagemap lookup). */
+bx_superblock_t *bx_superblock_of(const void *block);
 /* Returns every cached block to the block allocator. */
 void bx_blockcache_flush(bx_blockcache_t *bc);
 

@@ -65,7 +65,7 @@ static size_t object_size(void *obj, uintptr_t entry) {
 void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
     bx_superblock_t *sb = sbp;
     h->counters.medium_live_bytes -= sb->block_size;
-    bx_blockcache_free((bx_blockcache_t *)sb->owner, bx_sb_block(sb, index));
+    bx_blockcache_free((bx_blockcache_t *)sb->owner, sb, bx_sb_block(sb, index));
 }
 
 void bx_heap_free_direct(bx_heap_t *h, void *obj) {
@@ -213,9 +213,9 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
 void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
     bx_heap_tick(h);
     if (bx_remote_pending(h)) bx_heap_drain(h);
-    void *p = bx_blockcache_alloc(&h->medium[bin]);
+    bx_superblock_t *sb;
+    void *p = bx_blockcache_alloc(&h->medium[bin], &sb);
     if (!p) return NULL;
-    bx_superblock_t *sb = bx_span_of(bx_pagemap_get(p));
     bx_sb_set_live(sb, bx_sb_index(sb, p));
     h->counters.medium++;
     h->counters.medium_live_bytes += sb->block_size;

@@ -93,7 +93,7 @@ static void format(bx_blockalloc_t *ba, bx_superblock_t *sb) {
     memset(sb->live, 0, sizeof sb->live);
 }
 
-void *bx_blockalloc_alloc(bx_blockalloc_t *ba) {
+void *bx_blockalloc_alloc(bx_blockalloc_t *ba, bx_superblock_t **sb_out) {
     if (BX_UNLIKELY(ba->count == 0)) {
         bx_superblock_t *sb = bx_node_take(ba->node, ba->tag);
         if (!sb) return NULL;
@@ -115,6 +115,7 @@ void *bx_blockalloc_alloc(bx_blockalloc_t *ba) {
     }
     if (++sb->used == sb->capacity) heap_remove(ba, sb);
     /* Taking a block only lowers the root's key: the order holds. */
+    if (sb_out) *sb_out = sb;
     return block;
 }
 

@@ -13,7 +13,7 @@ struct bx_heap;
 struct bx_blockalloc;
 
 /* Most blocks a superblock can hold: medium objects of the smallest medium size. */
-#define BX_SB_LIVE_WORDS ((BX_SUPERBLOCK_SIZE / (BX_SMALL_MAX + 1) + 63) / 64)
+#define BX_SB_MAX_BLOCKS (BX_SUPERBLOCK_SIZE / (BX_SMALL_MAX + 1) + 1)
 #define BX_SB_NOT_IN_HEAP UINT32_MAX
 
 typedef struct bx_superblock {
@@ -31,7 +31,7 @@ typedef struct bx_superblock {
     struct bx_superblock *next;  /* link in the node's cache */
     uint64_t cached_since_ms;    /* when it entered the node's cache */
     bool decommitted;            /* its pages were given back while cached */
-    uint64_t live[BX_SB_LIVE_WORDS]; /* medium objects currently handed out */
+    uint8_t live[BX_SB_MAX_BLOCKS]; /* medium objects currently handed out, a byte each */
 } bx_superblock_t;
 
 typedef struct bx_blockalloc {
@@ -45,8 +45,9 @@ typedef struct bx_blockalloc {
 } bx_blockalloc_t;
 
 void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag, uint32_t block_size, int node);
-/* A block, or NULL when no superblock can be had (ENOMEM). */
-void *bx_blockalloc_alloc(bx_blockalloc_t *ba);
+/* A block, or NULL when no superblock can be had (ENOMEM); *sb_out (if not NULL) is set
+ * to its superblock. */
+void *bx_blockalloc_alloc(bx_blockalloc_t *ba, bx_superblock_t **sb_out);
 void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block);
 /* Gives the heap array back; the allocator must hold no superblock. */
 void bx_blockalloc_destroy(bx_blockalloc_t *ba);
@@ -58,18 +59,20 @@ static inline uint32_t bx_sb_index(const bx_superblock_t *sb, const void *p) {
 static inline char *bx_sb_block(const bx_superblock_t *sb, uint32_t index) {
     return sb->first + (size_t)index * sb->block_size;
 }
-/* Live bits are atomic: the owner sets them, and whichever thread frees the object clears
- * its bit, so two frees of one medium object are caught even from different threads. */
+/* Live flags are bytes, so that the owner sets and clears them with plain stores while
+ * another thread's free clears its own object's byte with an atomic exchange: two frees
+ * of one medium object are caught even from different threads, with no locked
+ * instruction on the owner's path. */
 static inline bool bx_sb_live(const bx_superblock_t *sb, uint32_t i) {
-    return (__atomic_load_n(&sb->live[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
+    return __atomic_load_n(&sb->live[i], __ATOMIC_RELAXED);
 }
-static inline void bx_sb_set_live(bx_superblock_t *sb, uint32_t i) {
-    __atomic_fetch_or(&sb->live[i / 64], (uint64_t)1 << (i % 64), __ATOMIC_RELAXED);
-}
-/* Clears the bit; false if it was already clear (a double free). */
-static inline bool bx_sb_take_live(bx_superblock_t *sb, uint32_t i) {
-    uint64_t bit = (uint64_t)1 << (i % 64);
-    return __atomic_fetch_and(&sb->live[i / 64], ~bit, __ATOMIC_RELAXED) & bit;
+static inline void bx_sb_set_live(bx_superblock_t *sb, uint32_t i) { __atomic_store_n(&sb->live[i], 1, __ATOMIC_RELAXED); }
+/* Clears the flag; false if it was already clear (a double free). */
+static inline bool bx_sb_take_live(bx_superblock_t *sb, uint32_t i, bool owner) {
+    if (!owner) return __atomic_exchange_n(&sb->live[i], 0, __ATOMIC_RELAXED);
+    if (!bx_sb_live(sb, i)) return false;
+    __atomic_store_n(&sb->live[i], 0, __ATOMIC_RELAXED);
+    return true;
 }
 
 /* Exposed for the tests of the heap order. */

@@ -27,7 +27,7 @@ TEST_CASE("block allocator: takes from the fullest superblock; heap order and po
                 uint32_t min_free = UINT32_MAX;
                 for (uint32_t i = 0; i < ba.count; i++)
                     min_free = std::min(min_free, ba.heap[i]->capacity - ba.heap[i]->used);
-                char *p = static_cast<char *>(bx_blockalloc_alloc(&ba));
+                char *p = static_cast<char *>(bx_blockalloc_alloc(&ba, nullptr));
                 REQUIRE(p != nullptr);
                 bx_superblock_t *sb = sb_of(p);
                 REQUIRE(sb->block_size == block_size);
@@ -64,13 +64,13 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
         bx_blockcache_t bc;
         bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, bound, 0);
         std::vector<char *> blocks;
-        for (int i = 0; i < 20 * 6; i++) blocks.push_back(static_cast<char *>(bx_blockcache_alloc(&bc)));
+        for (int i = 0; i < 20 * 6; i++) blocks.push_back(static_cast<char *>(bx_blockcache_alloc(&bc, nullptr)));
         REQUIRE(bc.alloc.superblocks == 6);
         std::mt19937 rng(bound);
         std::shuffle(blocks.begin(), blocks.end(), rng);
         std::map<bx_superblock_t *, int> cached;
         for (char *p : blocks) {
-            bx_blockcache_free(&bc, p);
+            bx_blockcache_free(&bc, sb_of(p), p);
             REQUIRE(bc.represented <= bound);
             std::set<bx_superblock_t *> distinct;
             for (void *q = bc.head; q; q = *(void **)q) distinct.insert(sb_of(q));
@@ -81,8 +81,8 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
         REQUIRE(bc.alloc.superblocks == bc.represented);
         // Reuse is LIFO from the cache, before any new superblock.
         void *head = bc.head;
-        REQUIRE(bx_blockcache_alloc(&bc) == head);
-        bx_blockcache_free(&bc, head);
+        REQUIRE(bx_blockcache_alloc(&bc, nullptr) == head);
+        bx_blockcache_free(&bc, sb_of(head), head);
         bx_blockcache_flush(&bc);
         REQUIRE(bc.alloc.superblocks == 0);
         bx_blockalloc_destroy(&bc.alloc);
