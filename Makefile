@@ -26,11 +26,13 @@ all: $(LIBBOBOX_SO) $(LIBBOBOX_A)
 
 $(BUILD)/allocator/%.o: allocator/%.c $(ALLOC_HDRS) Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 $(BUILD)/allocator/api-override.o: allocator/api.c $(ALLOC_HDRS) Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(LIB_CFLAGS) -DBOBOX_OVERRIDE -c $< -o $@
+	@echo "  CC      $< (standard names)"
+	@$(CC) $(LIB_CFLAGS) -DBOBOX_OVERRIDE -c $< -o $@
 
 $(LIBBOBOX_SO): $(SO_OBJS)
 	$(CC) -shared -pthread -Wl,-z,now -Wl,-soname,libbobox.so -o $@ $^
@@ -75,6 +77,7 @@ TEST_BINS := $(BUILD)/test/unit_alloc $(BUILD)/test/unit_api $(BUILD)/test/prelo
 # Parts of the project bring their own targets and tests.
 -include pinning/pinning.mk
 -include bench/bench.mk
+-include test/hardening.mk
 
 deps:
 	@scripts/deps.sh

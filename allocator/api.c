@@ -31,6 +31,7 @@ static BX_NOINLINE void init_slow(void) {
     int expected = INIT_NONE;
     if (atomic_compare_exchange_strong(&init_state, &expected, INIT_RUNNING)) {
         bx_options_init();
+        bx_stats_init();
         bx_sizeclass_init();
         bx_block_init_key();
         bx_node_init();
@@ -46,6 +47,9 @@ static BX_NOINLINE void init_slow(void) {
 static inline void ensure_init(void) {
     if (BX_UNLIKELY(atomic_load_explicit(&init_state, memory_order_acquire) != INIT_DONE)) init_slow();
 }
+
+/* Most programs malloc long before this runs; the rest still get their settings checked. */
+__attribute__((constructor)) static void init_at_load(void) { ensure_init(); }
 
 /* ---- allocation ------------------------------------------------------------------------ */
 

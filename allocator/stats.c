@@ -1,6 +1,7 @@
 /* stats.c - sums the per-heap counters and the global ones; the exit report. */
 #include "stats.h"
 
+#include <fcntl.h>
 #include <string.h>
 
 #include "heap.h"
@@ -54,6 +55,14 @@ BX_API void bobox_print_stats(int fd) {
                s.large_objects, s.large_bytes / 1024, s.large_cached_bytes / 1024, s.heaps_live, s.heaps_abandoned);
 }
 
+/* Programs may close stderr before exiting (coreutils' close_stdout does), so the exit
+ * report goes to a private copy of it taken at start-up. */
+static int report_fd = -1;
+
+void bx_stats_init(void) {
+    if (bx_options.stats) report_fd = fcntl(2, F_DUPFD_CLOEXEC, 64);
+}
+
 __attribute__((destructor)) static void report_at_exit(void) {
-    if (bx_options.stats) bobox_print_stats(2);
+    if (bx_options.stats) bobox_print_stats(report_fd >= 0 ? report_fd : 2);
 }

@@ -5,5 +5,7 @@
 #include "bobox.h"
 
 void bx_stats_collect(struct bobox_stats *out);
+/* Keeps a copy of stderr for the exit report (BOBOX_STATS). */
+void bx_stats_init(void);
 
 #endif
