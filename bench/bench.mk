@@ -1,0 +1,29 @@
+# Benchmark workloads (issue 5). Included by the top-level Makefile.
+# build/bench/NAME for each bench/NAME.c; `make bench` / `make bench-full` run scripts/bench.sh.
+BENCH_DIR    := $(BUILD)/bench
+BENCH_NAMES  := server prodcons batches falseshare mixed pipeline mergesort paging realloc \
+                fastpath gendata bench-run
+BENCH_BINS   := $(BENCH_NAMES:%=$(BENCH_DIR)/%)
+# -fno-builtin-*: gcc may delete an unused malloc+free pair, which is exactly what we time.
+BENCH_CFLAGS := -std=gnu11 $(WARN) -O2 -g -pthread \
+                -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
+
+.PHONY: bench-bins
+bench-bins: $(BENCH_BINS)
+
+$(BENCH_DIR)/%: bench/%.c bench/common.h bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -o $@ $<
+
+
+# The node-lock benchmark uses the allocator's own spinlock header.
+$(BENCH_DIR)/lockbench: bench/lockbench.c allocator/lock.h bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -Iallocator -o $@ $<
+BENCH_BINS += $(BENCH_DIR)/lockbench
+
+bench: all bench-bins
+	scripts/bench.sh
+
+bench-full: all bench-bins
+	scripts/bench.sh --full

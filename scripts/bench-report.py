@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Turns a bench.sh CSV into tables (stdout and results/README.md) and the plot.
+
+Usage: bench-report.py --csv FILE --meta FILE [--fastpath FILE] [--readme FILE]
+                       [--plot FILE.png] [--stdout]
+Medians over the successful repetitions; ratios are median/median (lower is better for
+time and memory); geometric means over the workloads where both sides have a number."""
+import argparse
+import csv
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+ORDER = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "bobox", "bobox-pin",
+         "bobox-pin-compact", "bobox-pin-none"]
+MAIN = ORDER[:6]                      # the pinning variants get their own table
+GMEAN_COUNT = {}
+# Baselines in muted colours, bobox in reds so it stands out.
+COLORS = {"glibc": "#9e9e9e", "jemalloc": "#4e79a7", "mimalloc": "#59a14f",
+          "tcmalloc": "#b07aa1", "bobox": "#e15759", "bobox-pin": "#8c1c13"}
+PIN = ["bobox", "bobox-pin", "bobox-pin-compact", "bobox-pin-none"]
+
+
+def read_meta(path):
+    meta = {}
+    if path and os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                if "=" in line:
+                    k, v = line.rstrip("\n").split("=", 1)
+                    meta[k] = v
+    return meta
+
+
+def load(path):
+    rows = list(csv.DictReader(open(path)))
+    workloads, allocs, data = [], [], {}
+    for r in rows:
+        w, a = r["workload"], r["alloc"]
+        if w not in workloads:
+            workloads.append(w)
+        if a not in allocs:
+            allocs.append(a)
+        d = data.setdefault((w, a), {"n": 0, "ok": 0, "status": []})
+        d["n"] += 1
+        d.setdefault("unit", r["unit"])
+        d.setdefault("threads", r["threads"])
+        if r["status"] == "ok":
+            d["ok"] += 1
+            for k in ("wall_s", "throughput", "maxrss_kb", "minflt"):
+                try:
+                    d.setdefault(k, []).append(float(r[k]))
+                except ValueError:
+                    pass
+            try:
+                d.setdefault("cpu_s", []).append(float(r["utime_s"]) + float(r["stime_s"]))
+            except ValueError:
+                pass
+        else:
+            d["status"].append(r["status"])
+    allocs.sort(key=lambda a: ORDER.index(a) if a in ORDER else 99)
+    return workloads, allocs, data
+
+
+def med(data, w, a, key):
+    d = data.get((w, a))
+    if not d or not d.get(key):
+        return None
+    return statistics.median(d[key])
+
+
+def gmean(xs):
+    xs = [x for x in xs if x is not None and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def fmt(x, nd=3):
+    if x is None:
+        return "NA"
+    if abs(x) >= 1000:
+        return "%.0f" % x
+    return ("%%.%dg" % nd) % x if abs(x) < 1 else "%.*f" % (max(0, nd - 1 - int(math.log10(abs(x)))), x)
+
+
+def fmt_thr(x):
+    if x is None:
+        return "NA"
+    for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= div:
+            return "%.3g%s" % (x / div, suf)
+    return "%.3g" % x
+
+
+def mark(data, w, a):
+    d = data.get((w, a))
+    if d and d["ok"] < d["n"]:
+        return "*"                     # some repetitions failed
+    return ""
+
+
+def table(title, head, rows, note=None):
+    out = ["### " + title, ""]
+    if note:
+        out += [note, ""]
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    for r in rows:
+        out.append("| " + " | ".join(r) + " |")
+    return out + [""]
+
+
+def value_table(title, workloads, allocs, data, key, conv, note=None):
+    rows = []
+    for w in workloads:
+        cells = [w]
+        for a in allocs:
+            v = med(data, w, a, key)
+            cells.append((conv(v) if v is not None else "NA") + mark(data, w, a))
+        rows.append(cells)
+    return table(title, ["workload"] + allocs, rows, note)
+
+
+def ratio_table(title, workloads, allocs, data, key, ref, note=None):
+    rows, per_alloc = [], {a: [] for a in allocs}
+    for w in workloads:
+        r0 = med(data, w, ref, key)
+        cells = [w]
+        for a in allocs:
+            v = med(data, w, a, key)
+            x = v / r0 if v is not None and r0 else None
+            per_alloc[a].append(x)
+            cells.append(("%.2f" % x if x is not None else "NA") + mark(data, w, a))
+        rows.append(cells)
+    g = [gmean(per_alloc[a]) for a in allocs]
+    cnt = [sum(1 for x in per_alloc[a] if x) for a in allocs]
+    # A mean over fewer workloads is not comparable: say so in the cell.
+    rows.append(["**geometric mean**"] + [
+        ("**%.2f**" % x + (" (%d/%d)" % (c, len(workloads)) if c < len(workloads) else "")) if x else "NA"
+        for x, c in zip(g, cnt)])
+    GMEAN_COUNT.update({(title, a): c for a, c in zip(allocs, cnt)})
+    return table(title, ["workload"] + allocs, rows, note), dict(zip(allocs, g))
+
+
+def plot(workloads, allocs, data, png):
+    """Two panels: time and peak RSS relative to mimalloc, one bar per allocator."""
+    allocs = [a for a in allocs if a in MAIN]
+    if "mimalloc" not in allocs:
+        return "no mimalloc results: no plot"
+    base = os.path.splitext(png)[0]
+    dat = base + ".dat"
+    with open(dat, "w") as f:
+        for key in ("wall_s", "maxrss_kb"):
+            f.write("workload " + " ".join(allocs) + "\n")
+            for w in workloads:
+                ref = med(data, w, "mimalloc", key)
+                vals = []
+                for a in allocs:
+                    v = med(data, w, a, key)
+                    vals.append("%.4f" % (v / ref) if v and ref else "NaN")
+                f.write(w + " " + " ".join(vals) + "\n")
+            f.write("\n\n")
+    gp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plot-bench.gp")
+    colors = " ".join(COLORS.get(a, "#777777") for a in allocs)
+    r = subprocess.run(["gnuplot", "-e", "datafile='%s'; outfile='%s'; ncols=%d; colors='%s'"
+                        % (dat, png, len(allocs), colors), gp], capture_output=True, text=True)
+    os.remove(dat)
+    return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()[-300:]
+
+
+def fastpath_table(path):
+    if not path or not os.path.exists(path):
+        return []
+    vals, allocs, sizes = {}, [], []
+    for r in csv.DictReader(open(path)):
+        if r["alloc"] not in allocs:
+            allocs.append(r["alloc"])
+        if r["size"] not in sizes:
+            sizes.append(r["size"])
+        vals[(r["alloc"], r["size"])] = r["instr_per_pair"]
+    rows = [[a] + [vals.get((a, s), "NA") for s in sizes] for a in allocs]
+    return table("Hot path: instructions per malloc+free pair (single thread)",
+                 ["allocator"] + ["%s B" % s for s in sizes], rows,
+                 "From `scripts/fastpath.sh`: callgrind instruction counts inside a "
+                 "`malloc(size); *p = 1; free(p)` function, (Ir(2N) - Ir(N)) / N with N = 100,000, "
+                 "so start-up costs cancel. Includes about 10 instructions of the probe itself (call, PLT jumps, test, store).")
+
+
+def lock_table(path):
+    if not path or not os.path.exists(path):
+        return []
+    rows = [[r["lock"], r["threads"], r["median_ns_per_op"], r["ratio_to_ttas"]] for r in csv.DictReader(open(path))]
+    return table("The node lock under contention (bench/lockbench)",
+                 ["lock", "threads", "median ns per acquisition", "relative to the spinlock"], rows,
+                 "A critical section shaped like a node superblock-cache operation, with some private "
+                 "work between acquisitions; 5 interleaved repetitions. `ttas-pause-yield` is the "
+                 "allocator's lock (allocator/lock.h): test-and-test-and-set with pause, yielding "
+                 "after 100 spins.")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--csv", required=True)
+    ap.add_argument("--meta")
+    ap.add_argument("--fastpath")
+    ap.add_argument("--lock")
+    ap.add_argument("--readme")
+    ap.add_argument("--plot")
+    ap.add_argument("--stdout", action="store_true")
+    o = ap.parse_args()
+    meta = read_meta(o.meta)
+    workloads, allocs, data = load(o.csv)
+    if not workloads:
+        if o.stdout:
+            print("\n".join(fastpath_table(o.fastpath)) or "bench-report: no runs in " + o.csv)
+        return
+    main_allocs = [a for a in allocs if a in MAIN or a not in ORDER]
+    pin_allocs = [a for a in PIN if a in allocs]
+    pin_workloads = [w for w in workloads if any((w, a) in data for a in PIN[2:])]
+
+    out = []
+    out += value_table("Wall time, median seconds", workloads, main_allocs, data, "wall_s",
+                       lambda v: "%.3f" % v,
+                       "`*` = some repetitions failed (crash or timeout); NA = all failed or not run (in ratio tables: this cell or the reference has no number).")
+    ref_mi = "mimalloc" if "mimalloc" in allocs else main_allocs[0]
+    t_mi, g_mi = ratio_table("Wall time relative to %s (lower is better)" % ref_mi,
+                             workloads, main_allocs, data, "wall_s", ref_mi)
+    out += t_mi
+    g_gl = {}
+    if "glibc" in allocs:
+        t_gl, g_gl = ratio_table("Wall time relative to glibc (lower is better)", workloads,
+                                 main_allocs, data, "wall_s", "glibc")
+        out += t_gl
+    t_cpu, _ = ratio_table("CPU time (user + system) relative to %s (lower is better)" % ref_mi,
+                           workloads, main_allocs, data, "cpu_s", ref_mi,
+                           "Less sensitive than wall time to other load on a shared machine, "
+                           "but blind to time spent waiting (locks, sleeping threads).")
+    out += t_cpu
+    out += value_table("Peak RSS, median MB", workloads, main_allocs, data, "maxrss_kb",
+                       lambda v: "%.1f" % (v / 1024))
+    t_rss, g_rss = ratio_table("Peak RSS relative to %s (lower is better)" % ref_mi, workloads,
+                               main_allocs, data, "maxrss_kb", ref_mi)
+    out += t_rss
+    out += value_table("Minor page faults, median", workloads, main_allocs, data, "minflt",
+                       lambda v: "%d" % v)
+    units = {w: data[(w, a)]["unit"] for (w, a) in data}
+    thr_rows = []
+    for w in workloads:
+        thr_rows.append(["%s (%s)" % (w, units.get(w, ""))] +
+                        [fmt_thr(med(data, w, a, "throughput")) + mark(data, w, a)
+                         for a in main_allocs])
+    out += table("Workload throughput, median (higher is better)", ["workload (unit)"] + main_allocs,
+                 thr_rows, "Each workload's own measure of its timed section; for the real "
+                 "programs, work units per second of wall time.")
+    if len(pin_allocs) > 1 and pin_workloads:
+        pt, _ = ratio_table("Pinning: wall time relative to unpinned bobox", pin_workloads,
+                            pin_allocs, data, "wall_s", "bobox" if "bobox" in pin_allocs else pin_allocs[0],
+                            "Multi-threaded workloads under `libbobox-pin.so` with "
+                            "`BOBOX_PIN=scatter` (bobox-pin), `compact` and `none`.")
+        out += pt
+    fp = fastpath_table(o.fastpath)
+    out += fp
+    out += lock_table(o.lock)
+
+    headline = []
+    headline_tables = [t for t in {t for t, _ in GMEAN_COUNT} if not t.startswith("Pinning")]
+    for a in main_allocs:
+        parts = []
+        if g_mi.get(a):
+            parts.append("time %.2f× %s" % (g_mi[a], ref_mi))
+        if g_gl.get(a):
+            parts.append("%.2f× glibc" % g_gl[a])
+        if g_rss.get(a):
+            parts.append("peak RSS %.2f× %s" % (g_rss[a], ref_mi))
+        n = min([c for (t, b), c in GMEAN_COUNT.items() if b == a and t in headline_tables] or [0])
+        headline.append("| %s | %s | %s |" % (a, ", ".join(parts) or "NA",
+                        "all %d" % len(workloads) if n == len(workloads) else
+                        "**%d of %d** (the rest failed)" % (n, len(workloads))))
+
+    if o.stdout:
+        print("\n".join(["Geometric means:", "| allocator | geometric mean | workloads |"] + headline + [""] + out))
+    plot_msg = plot(workloads, allocs, data, o.plot) if o.plot else None
+    if plot_msg:
+        print("bench-report: " + plot_msg, file=sys.stderr)
+    if o.readme:
+        m = meta
+        mach = [
+            "| | |", "|---|---|",
+            "| CPU | %s |" % m.get("cpu", "?"),
+            "| logical CPUs | %s (%s socket(s) × %s core(s) × %s thread(s)) |" % (
+                m.get("cpus", "?"), m.get("sockets", "?"), m.get("cores_per_socket", "?"),
+                m.get("threads_per_core", "?")),
+            "| NUMA nodes | %s |" % m.get("numa_nodes", "?"),
+            "| memory | %s |" % m.get("memory", "?"),
+            "| virtualisation | %s |" % (m.get("hypervisor") or "none detected"),
+            "| OS, kernel | %s, Linux %s |" % (m.get("os", "?"), m.get("kernel", "?")),
+            "| glibc, gcc | %s, %s |" % (m.get("glibc", "?"), m.get("gcc", "?")),
+            "| transparent huge pages | %s |" % m.get("thp", "?"),
+            "| jemalloc, mimalloc, tcmalloc | %s, %s, %s (Debian packages) |" % (
+                m.get("pkg_libjemalloc2") or "-", m.get("pkg_libmimalloc2.0") or "-",
+                m.get("pkg_libtcmalloc-minimal4") or "-"),
+        ]
+        skipped = m.get("skipped", "").split()
+        lines = [
+            "# Benchmark results",
+            "",
+            "Generated by `scripts/bench.sh` (`make bench`, `make bench-full`); do not edit by hand. "
+            "How to run and read these: [docs/bench.md](../docs/bench.md).",
+            "",
+            "Run: **%s**, mode `%s`, %s repetition(s), scale %s (merge sort %s), %s s in total, "
+            "%s failed runs. Raw data: [`latest.csv`](latest.csv) (`%s`)." % (
+                m.get("date", "?"), m.get("mode", "?"), m.get("runs", "?"), m.get("scale", "?"),
+                m.get("mergesort_scale", "?"), m.get("duration_s", "?"), m.get("failures", "?"),
+                m.get("csv", "?")),
+            "",
+        ]
+        if m.get("bobox_build"):
+            lines += ["bobox library measured: %s." % m["bobox_build"], ""]
+        if skipped:
+            lines += ["Skipped allocators: " + ", ".join("`%s` (%s)" % (s.split(":", 1)[0],
+                      s.split(":", 1)[1].replace("_", " ") if ":" in s else "") for s in skipped), ""]
+        lines += ["## Machine", ""] + mach + [""]
+        lines += ["## Summary", "",
+                  "Geometric means of the per-workload median ratios (lower is better):", "",
+                  "| allocator | geometric mean | workloads |", "|---|---|---|"] + headline + [""]
+        if o.plot and not plot_msg:
+            lines += ["![time and peak RSS relative to mimalloc](%s)" % os.path.basename(o.plot), ""]
+        lines += ["## Tables", ""] + out
+        with open(o.readme, "w") as f:
+            f.write("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
