@@ -24,6 +24,8 @@ static size_t cache_bytes;
 static uint64_t next_expiry_check_ms;
 
 static size_t page(void) { return bx_os_page_size(); }
+static bx_large_t *evict_at_least(size_t bytes);
+static size_t release(bx_large_t *l);
 static unsigned bucket_of(size_t bytes) { return 63u - (unsigned)__builtin_clzll(bytes); }
 
 static bool publish(bx_large_t *l) { return bx_pagemap_set_one(l->user, (uintptr_t)l | BX_TAG_LARGE); }
@@ -106,6 +108,9 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
     bx_large_t *l = alignment <= page() ? from_cache(need, node) : NULL;
     *fresh = l == NULL;
     if (!l) {
+        /* A miss: what is cached did not fit, so give back as much as we are about to map:
+         * caching must not add a second copy of the working set to the peak. */
+        release(evict_at_least(need));
         char *base = bx_os_map_aligned(need, alignment, page());
         if (!base) return NULL;
         bx_os_bind(base, need, node);
@@ -124,6 +129,23 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
     atomic_fetch_add_explicit(&live_objects, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&live_bytes, l->usable, memory_order_relaxed);
     return l->user;
+}
+
+/* Unlinks the oldest cached mappings until `bytes` are taken (or the cache is empty). */
+static bx_large_t *evict_at_least(size_t bytes) {
+    if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return NULL;
+    bx_large_t *out = NULL;
+    size_t taken = 0;
+    bx_lock(&cache_lock);
+    while (oldest && taken < bytes) {
+        bx_large_t *l = oldest;
+        taken += l->map_size;
+        cache_remove(l);
+        l->anext = out;
+        out = l;
+    }
+    bx_unlock(&cache_lock);
+    return out;
 }
 
 /* Unlinks what is past the size limit or the decay delay (all: everything), oldest first,
