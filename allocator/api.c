@@ -345,7 +345,8 @@ BX_API void *bobox_realloc(void *p, size_t size) {
         void *q = size > r.usable && bx_tls_heap ? bx_large_alloc_cached(size, bx_tls_heap->node) : NULL;
         if (q) {
             memcpy(q, p, r.usable);
-            free_resolved(&r);
+            /* The smaller mapping it leaves is not worth keeping: the object grew. */
+            bx_large_free_to(r.large, false);
             return q;
         }
         q = bx_large_realloc(r.large, size);

@@ -6,11 +6,12 @@
 bx_superblock_t *bx_superblock_of(const void *block) { return bx_span_of(bx_pagemap_get(block)); }
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size,
-                        uint32_t bound, int node) {
+                        uint32_t bound, uint32_t max_blocks, int node) {
     bx_blockalloc_init(&bc->alloc, owner, tag, block_size, node);
     bc->head = NULL;
     bc->count = bc->represented = 0;
     bc->bound = bound;
+    bc->max_blocks = max_blocks;
 }
 
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
@@ -25,6 +26,10 @@ void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
 }
 
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
+    if (bc->count >= bc->max_blocks) {
+        bx_blockalloc_free(&bc->alloc, sb, block);
+        return;
+    }
     if (sb->cached == 0) {
         if (bc->represented >= bc->bound) {
             bx_blockalloc_free(&bc->alloc, sb, block);

@@ -11,6 +11,10 @@
 
 #define BX_SMALL_BLOCK_CACHE_SUPERBLOCKS 8
 #define BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS 1
+/* Medium blocks are large: a bin's cache also holds at most this much, so that blocks a
+ * thread has moved on from go back, their superblock can empty, and the node can hand it
+ * (its pages already touched) to another bin. */
+#define BX_MEDIUM_BLOCK_CACHE_BYTES (1 * BX_MB)
 
 typedef struct bx_blockcache {
     bx_blockalloc_t alloc;
@@ -18,10 +22,11 @@ typedef struct bx_blockcache {
     uint32_t count;          /* blocks cached */
     uint32_t represented;    /* distinct superblocks among them */
     uint32_t bound;          /* most superblocks represented */
+    uint32_t max_blocks;     /* most blocks cached */
 } bx_blockcache_t;
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size,
-                        uint32_t bound, int node);
+                        uint32_t bound, uint32_t max_blocks, int node);
 /* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. */
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out);
 /* Takes back a block of superblock sb. */

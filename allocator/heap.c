@@ -44,10 +44,13 @@ static bx_heap_t *heap_create(int node, int state) {
         bx_bin_init(&h->small[i], i, bx_small_size[i], ring, n);
         ring += n;
     }
-    bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, node);
-    for (unsigned i = 0; i < bx_medium_bins; i++)
+    bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS,
+                       UINT32_MAX, node);
+    for (unsigned i = 0; i < bx_medium_bins; i++) {
+        uint32_t max_blocks = (uint32_t)(BX_MEDIUM_BLOCK_CACHE_BYTES / bx_medium_size[i]);
         bx_blockcache_init(&h->medium[i], h, BX_TAG_MEDIUM, bx_medium_size[i], BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS,
-                           node);
+                           max_blocks < 2 ? 2 : max_blocks, node);
+    }
     bx_lock(&registry_lock);
     h->next_all = all_heaps;
     all_heaps = h;

@@ -175,12 +175,14 @@ static size_t release(bx_large_t *l) {
     return bytes;
 }
 
-void bx_large_free(bx_large_t *l) {
+void bx_large_free(bx_large_t *l) { bx_large_free_to(l, true); }
+
+void bx_large_free_to(bx_large_t *l, bool cache) {
     unpublish(l);
     atomic_fetch_sub_explicit(&live_objects, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, l->usable, memory_order_relaxed);
     bx_large_t *expired = NULL;
-    if (l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
+    if (cache && l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
         l->cached_since_ms = bx_now_ms();
         bx_lock(&cache_lock);
         cache_insert(l);

@@ -20,7 +20,7 @@ struct BinFixture {
         size = bx_small_size[index];
         ring.resize(bx_bin_ring_size(size));
         bx_bin_init(&bin, index, size, ring.data(), (uint32_t)ring.size());
-        bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, 0);
+        bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0);
     }
     void *alloc() {
         void *p = bx_bin_alloc(&bin, &cache);

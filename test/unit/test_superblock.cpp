@@ -62,7 +62,7 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
     uint32_t size = bx_medium_size[bx_medium_bins - 1]; // 20 blocks per superblock
     for (uint32_t bound : {1u, 3u}) {
         bx_blockcache_t bc;
-        bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, bound, 0);
+        bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, bound, UINT32_MAX, 0);
         std::vector<char *> blocks;
         for (int i = 0; i < 20 * 6; i++) blocks.push_back(static_cast<char *>(bx_blockcache_alloc(&bc, nullptr)));
         REQUIRE(bc.alloc.superblocks == 6);
