@@ -291,9 +291,9 @@ BX_API void bobox_free(void *p) {
         bx_heap_t *h = bx_tls_heap;
         if (BX_LIKELY(blk->heap == h)) {
             /* p is an object handed out: at a slot boundary, below the bump pointer (so
-             * inside the block), and not marked free. */
+             * inside the block), and marked neither free nor aligned. */
             char *obj = bx_block_slot_fast(blk, p);
-            if (BX_LIKELY(obj == p && obj < blk->bump && !bx_object_is_free(obj))) {
+            if (BX_LIKELY(obj == p && obj < blk->bump && bx_object_plain_live(obj))) {
                 bx_heap_free_small(h, blk, obj);
                 return;
             }

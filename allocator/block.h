@@ -75,8 +75,15 @@ static inline void bx_object_mark_aligned(void *obj, const void *handed_out) {
     ((uintptr_t *)obj)[0] = (uintptr_t)handed_out;
     ((uintptr_t *)obj)[1] = ~bx_free_key;
 }
+static inline bool bx_object_is_aligned(const void *obj) { return ((const uintptr_t *)obj)[1] == ~bx_free_key; }
 static inline bool bx_object_handed_out(const void *obj, const void *p) {
-    return obj == p || (((const uintptr_t *)obj)[0] == (uintptr_t)p && ((const uintptr_t *)obj)[1] == ~bx_free_key);
+    if (bx_object_is_aligned(obj)) return ((const uintptr_t *)obj)[0] == (uintptr_t)p;
+    return obj == p;
+}
+/* Neither free nor the start of an over-allocated aligned object: one add and one compare
+ * (the second word is the key for free objects and its complement for aligned ones). */
+static inline bool bx_object_plain_live(const void *obj) {
+    return (((const uintptr_t *)obj)[1] ^ bx_free_key) + 1 > 1;
 }
 
 /* The slot start for p, without range checks: only for comparing with p. A p below the

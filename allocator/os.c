@@ -32,9 +32,13 @@ static void count_unmapped(size_t size) {
 }
 
 size_t bx_os_page_size(void) {
-    static size_t page;
-    if (BX_UNLIKELY(!page)) page = (size_t)sysconf(_SC_PAGESIZE);
-    return page;
+    static atomic_size_t page; /* racing first callers store the same value */
+    size_t size = atomic_load_explicit(&page, memory_order_relaxed);
+    if (BX_UNLIKELY(!size)) {
+        size = (size_t)sysconf(_SC_PAGESIZE);
+        atomic_store_explicit(&page, size, memory_order_relaxed);
+    }
+    return size;
 }
 
 /* No MAP_NORESERVE: the kernel's overcommit policy decides, as for glibc, so a request it
