@@ -2,7 +2,7 @@
 # Installs the Debian packages the build and tests need, only those missing (idempotent).
 # Usage: scripts/deps.sh [extra-package...]
 set -euo pipefail
-pkgs=(build-essential catch2 libnuma-dev numactl hwloc valgrind python3 gcc g++ "$@")
+pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

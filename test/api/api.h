@@ -15,7 +15,12 @@
 #ifndef BOBOX_TEST_API_H
 #define BOBOX_TEST_API_H
 
+#include <atomic>
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <mutex>
+#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -186,6 +191,28 @@ struct Rng {
 constexpr size_t kSmallMax = 16 * 1024;     // small objects up to ~16 KB (64 KB blocks)
 constexpr size_t kMediumMax = 522240;       // medium up to 510 KB
 constexpr size_t MB = 1024 * 1024;
+
+// Errors found in worker threads (Catch2 assertions are not thread-safe).
+struct Errors {
+    std::atomic<int> count{0};
+    std::mutex mu;
+    std::string first;
+    void report(const char *fmt, ...) __attribute__((format(printf, 2, 3))) {
+        char buf[512];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        if (count.fetch_add(1) == 0) {
+            std::lock_guard<std::mutex> g(mu);
+            first = buf;
+        }
+    }
+    std::string summary() {
+        std::lock_guard<std::mutex> g(mu);
+        return std::to_string(count.load()) + " error(s); first: " + first;
+    }
+};
 
 } // namespace api
 

@@ -25,23 +25,6 @@ using namespace api;
 
 namespace {
 
-// Errors found in worker threads (Catch2 assertions are not thread-safe).
-struct Errors {
-    std::atomic<int> count{0};
-    std::mutex mu;
-    std::string first;
-    void report(const char *fmt, ...) __attribute__((format(printf, 2, 3))) {
-        char buf[256];
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
-        va_end(ap);
-        if (count.fetch_add(1) == 0) {
-            std::lock_guard<std::mutex> g(mu);
-            first = buf;
-        }
-    }
-};
 
 struct Item {
     void *p;

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The unit, API and stress tests against the allocator built with clang
+# -fsanitize=address,undefined (build/asan/, `make asan`): no ASan or UBSan report, all pass.
+set -uo pipefail
+BUILD=${BUILD:-build}
+bins=("$BUILD/asan/unit_alloc" "$BUILD/asan/unit_api" "$BUILD/asan/unit_stress")
+for b in "${bins[@]}"; do
+    if [ ! -x "$b" ]; then echo "skipped: $b not built (needs clang; make asan-bins)"; exit 77; fi
+done
+export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:detect_stack_use_after_return=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+rc=0
+for b in "${bins[@]}"; do
+    start=$SECONDS
+    echo "== $b"
+    if ! "$b" --durations no; then echo "FAILED: $b"; rc=1; fi
+    echo "   ($((SECONDS - start)) s)"
+done
+exit $rc

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The stress tests against the allocator built with clang -fsanitize=thread (build/tsan/): no
+# unsuppressed ThreadSanitizer report (test/tsan.supp says why bx_large_realloc is suppressed).
+# The thread-heavy API tests under TSan take about 70 s more: `make tsan` runs them too.
+set -uo pipefail
+BUILD=${BUILD:-build}
+BOBOX_ROOT=${BOBOX_ROOT:-.}
+b=$BUILD/tsan/unit_stress
+if [ ! -x "$b" ]; then echo "skipped: $b not built (needs clang; make tsan-bins)"; exit 77; fi
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:die_after_fork=0:suppressions=$BOBOX_ROOT/test/tsan.supp"
+"$b" --durations yes
