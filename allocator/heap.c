@@ -219,6 +219,7 @@ void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
     bx_superblock_t *sb;
     void *p = bx_blockcache_alloc(&h->medium[bin], &sb);
     if (!p) return NULL;
+    ((uintptr_t *)p)[1] = 0; /* no stale free or aligned mark from the block's last use */
     bx_sb_set_live(sb, bx_sb_index(sb, p));
     h->counters.medium++;
     h->counters.medium_live_bytes += sb->block_size;

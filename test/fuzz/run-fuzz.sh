@@ -13,4 +13,4 @@ mkdir -p "$FUZZ_DIR/corpus" "$FUZZ_DIR/artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 exec "$FUZZ_BIN" -max_total_time="$FUZZ_SECONDS" -timeout=30 -rss_limit_mb=4096 -max_len=1024 -len_control=0 \
-    -detect_leaks=0 -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/artifacts/" "$FUZZ_DIR/corpus"
+    -detect_leaks=0 -error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 -artifact_prefix="$FUZZ_DIR/artifacts/" "$FUZZ_DIR/corpus"
