@@ -19,7 +19,7 @@ static atomic_size_t live_objects, live_bytes;
  * and one list by age (newest first) for the size limit and the decay. */
 #define BUCKETS 64
 static bx_large_t *buckets[BUCKETS];
-static bx_large_t *newest, *oldest;
+static bx_large_t *newest, *oldest; /* newest is peeked at without the lock: atomic stores */
 static size_t cache_bytes;
 static uint64_t next_expiry_check_ms;
 
@@ -40,7 +40,7 @@ static void cache_insert(bx_large_t *l) {
     l->aprev = NULL;
     l->anext = newest;
     if (newest) newest->aprev = l;
-    newest = l;
+    __atomic_store_n(&newest, l, __ATOMIC_RELAXED);
     if (!oldest) oldest = l;
     cache_bytes += l->map_size;
 }
@@ -54,7 +54,7 @@ static void cache_remove(bx_large_t *l) {
     if (l->aprev)
         l->aprev->anext = l->anext;
     else
-        newest = l->anext;
+        __atomic_store_n(&newest, l->anext, __ATOMIC_RELAXED);
     if (l->anext)
         l->anext->aprev = l->aprev;
     else
