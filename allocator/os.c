@@ -79,12 +79,6 @@ void bx_os_unmap(void *p, size_t size) {
     count_unmapped(size);
 }
 
-void bx_os_decommit(void *p, size_t size) {
-    if (!size) return;
-    madvise(p, size, MADV_DONTNEED);
-    atomic_fetch_add_explicit(&released_bytes, size, memory_order_relaxed);
-}
-
 void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move) {
     void *q = mremap(p, old_size, new_size, may_move ? MREMAP_MAYMOVE : 0);
     if (q == MAP_FAILED) return NULL;

@@ -1,4 +1,4 @@
-/* os.h - the only door to the kernel's memory calls (mmap, munmap, madvise, mbind). */
+/* os.h - the only door to the kernel's memory calls (mmap, munmap, mremap, mbind). */
 #ifndef BX_OS_H
 #define BX_OS_H
 
@@ -9,8 +9,6 @@ void *bx_os_map(size_t size);
 /* As bx_os_map, placed so that start + offset is a multiple of `alignment` (a power of two). */
 void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset);
 void bx_os_unmap(void *p, size_t size);
-/* Gives the pages back to the OS but keeps the range mapped (reads then see zeros). */
-void bx_os_decommit(void *p, size_t size);
 /* Grows or moves a mapping (mremap); NULL if it cannot. */
 void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);
 /* Prefers NUMA node `node` for the range's pages; false if the kernel refused. */

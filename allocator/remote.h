@@ -20,8 +20,5 @@ void *bx_remote_take(bx_heap_t *h);
 static inline bool bx_remote_pending(bx_heap_t *h) {
     return atomic_load_explicit(&h->remote, memory_order_relaxed) != NULL;
 }
-static inline size_t bx_remote_bytes(bx_heap_t *h) {
-    return atomic_load_explicit(&h->remote_bytes, memory_order_relaxed);
-}
 
 #endif

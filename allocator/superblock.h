@@ -30,7 +30,6 @@ typedef struct bx_superblock {
     unsigned tag;                /* BX_TAG_SMALL or BX_TAG_MEDIUM while owned */
     struct bx_superblock *next;  /* link in the node's cache */
     uint64_t cached_since_ms;    /* when it entered the node's cache */
-    bool decommitted;            /* its pages were given back while cached */
     uint8_t live[BX_SB_MAX_BLOCKS]; /* medium objects currently handed out, a byte each */
 } bx_superblock_t;
 

@@ -55,7 +55,7 @@ struct bobox_stats {
     size_t superblocks_in_use;    /* held by thread heaps */
     size_t superblocks_cached;    /* free, kept by the node allocators */
     size_t large_cached_bytes;    /* freed large objects kept for reuse */
-    size_t released_bytes;        /* total given back to the OS (munmap + madvise) */
+    size_t released_bytes;        /* total given back to the OS (munmap) */
     size_t heaps_live, heaps_abandoned;
 };
 void bobox_get_stats(struct bobox_stats *out);
