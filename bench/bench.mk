@@ -8,6 +8,12 @@ BENCH_BINS   := $(BENCH_NAMES:%=$(BENCH_DIR)/%)
 BENCH_CFLAGS := -std=gnu11 $(WARN) -O2 -g -pthread \
                 -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
 
+# The node-lock benchmark uses the allocator's own spinlock header.
+$(BENCH_DIR)/lockbench: bench/lockbench.c allocator/lock.h bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(BENCH_CFLAGS) -Iallocator -o $@ $<
+BENCH_BINS += $(BENCH_DIR)/lockbench
+
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
 
@@ -15,12 +21,6 @@ $(BENCH_DIR)/%: bench/%.c bench/common.h bench/bench.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<
 
-
-# The node-lock benchmark uses the allocator's own spinlock header.
-$(BENCH_DIR)/lockbench: bench/lockbench.c allocator/lock.h bench/bench.mk
-	@mkdir -p $(dir $@)
-	$(CC) $(BENCH_CFLAGS) -Iallocator -o $@ $<
-BENCH_BINS += $(BENCH_DIR)/lockbench
 
 bench: all bench-bins
 	scripts/bench.sh

@@ -193,7 +193,8 @@ fi
 # ---- the node lock: spinlock vs mutex under contention ------------------------------------
 LOCK_CSV=results/lockbench.csv; [ $NARROW = 1 ] && LOCK_CSV=${CSV%.csv}-lockbench.csv
 if [ $NARROW = 0 ] || [ -z "$ONLY" ]; then
-  "$ROOT/build/bench/lockbench" 2 4 8 > "$LOCK_CSV.tmp" && mv "$LOCK_CSV.tmp" "$LOCK_CSV" || echo "bench: lockbench failed" >&2
+  if "$ROOT/build/bench/lockbench" 2 4 8 > "$LOCK_CSV.tmp"; then mv "$LOCK_CSV.tmp" "$LOCK_CSV"
+  else rm -f "$LOCK_CSV.tmp"; echo "bench: lockbench failed" >&2; fi
 fi
 
 # ---- report -------------------------------------------------------------------------------
