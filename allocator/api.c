@@ -186,6 +186,7 @@ typedef struct {
     bx_block_t *block; /* small */
     bx_superblock_t *sb; uint32_t index; /* medium */
     bx_large_t *large; /* large */
+    bool freed;        /* tag 0 because p is in one of our objects that is already free */
 } bx_lookup_t;
 
 /* Resolves p without writing anything; tag 0 if p is not a live object's address. */
@@ -199,7 +200,9 @@ static bx_lookup_t lookup(const void *p) {
          * read them while the owner works on the block. */
         if (blk->heap == BX_BLOCK_NO_OWNER) break;
         char *obj = bx_block_object(blk, p);
-        if (!obj || obj >= bx_block_bump(blk) || bx_object_is_free(obj) || !bx_object_handed_out(obj, p)) break;
+        if (!obj || obj >= bx_block_bump(blk)) break;
+        r.freed = bx_object_is_free(obj);
+        if (r.freed || !bx_object_handed_out(obj, p)) break;
         r.tag = BX_TAG_SMALL;
         r.block = blk;
         r.object = obj;
@@ -211,7 +214,9 @@ static bx_lookup_t lookup(const void *p) {
         if (!sb->owner || (const char *)p < sb->first) break;
         uint32_t index = bx_sb_index(sb, p);
         char *obj = bx_sb_block(sb, index);
-        if (index >= sb->capacity || !bx_sb_live(sb, index) || !bx_object_handed_out(obj, p)) break;
+        if (index >= sb->capacity) break;
+        r.freed = obj == p && !bx_sb_live(sb, index);
+        if (!bx_sb_live(sb, index) || !bx_object_handed_out(obj, p)) break;
         r.tag = BX_TAG_MEDIUM;
         r.sb = sb;
         r.index = index;
@@ -258,27 +263,10 @@ static void free_resolved(bx_lookup_t *r) {
     }
 }
 
-/* A small or medium object that is ours but already free. */
-static bool is_double_free(const void *p) {
-    uintptr_t entry = bx_pagemap_get(p);
-    if (bx_tag_of(entry) == BX_TAG_SMALL) {
-        bx_block_t *blk = bx_block_of(p);
-        char *obj = blk->heap == BX_BLOCK_NO_OWNER ? NULL : bx_block_object(blk, p);
-        return obj && obj < bx_block_bump(blk) && bx_object_is_free(obj);
-    }
-    if (bx_tag_of(entry) == BX_TAG_MEDIUM) {
-        bx_superblock_t *sb = bx_span_of(entry);
-        uint32_t index = bx_sb_index(sb, p);
-        return sb->owner && (const char *)p >= sb->first && index < sb->capacity && bx_sb_block(sb, index) == p &&
-               !bx_sb_live(sb, index);
-    }
-    return false;
-}
-
 static BX_NOINLINE void free_slow(void *p, const char *caller) {
     bx_lookup_t r = lookup(p);
     if (BX_UNLIKELY(!r.tag)) {
-        if (is_double_free(p)) bx_fatal("free(): double free", p);
+        if (r.freed) bx_fatal("free(): double free", p);
         bx_fatal(caller, p);
     }
     free_resolved(&r);
