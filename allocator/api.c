@@ -17,6 +17,8 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "checked.h"
+#include "lookup.h"
 #include "pagemap.h"
 #include "remote.h"
 #include "stats.h"
@@ -33,7 +35,7 @@ static BX_NOINLINE void init_slow(void) {
         bx_options_init();
         bx_stats_init();
         bx_sizeclass_init();
-        bx_block_init_key();
+        bx_secrets_init();
         bx_node_init();
         bx_heap_global_init();
         atomic_store(&init_state, INIT_DONE);
@@ -53,8 +55,8 @@ __attribute__((constructor)) static void init_at_load(void) { ensure_init(); }
 
 /* ---- allocation ------------------------------------------------------------------------ */
 
-/* Any size, any thread state; NULL with errno ENOMEM when memory cannot be had. */
-static BX_NOINLINE void *malloc_slow(size_t size) {
+/* Any size, any thread state, never checked; NULL with errno ENOMEM when memory cannot be had. */
+static BX_NOINLINE void *alloc_unchecked(size_t size) {
     if (BX_UNLIKELY(size > PTRDIFF_MAX)) {
         errno = ENOMEM;
         return NULL;
@@ -73,13 +75,26 @@ static BX_NOINLINE void *malloc_slow(size_t size) {
     return NULL;
 }
 
+/* A checked object: `size` bytes plus room for the canary and the size record. */
+static void *alloc_checked(size_t alignment, size_t size);
+
+static BX_NOINLINE void *malloc_slow(size_t size) {
+    ensure_init();
+    if (BX_UNLIKELY(bx_options.check)) return alloc_checked(BX_ALIGNMENT, size);
+    return alloc_unchecked(size);
+}
+
+/* The hot path: the thread's fast-path heap (NULL in checked mode) and a small size. */
+static inline void *alloc_fast(size_t size) {
+    bx_heap_t *h = bx_tls_fast;
+    if (BX_LIKELY(h != NULL && size <= BX_SMALL_MAX))
+        return bx_bin_alloc(&h->small[bx_small_bin(size)], &h->small_blocks);
+    return NULL;
+}
+
 BX_API void *bobox_malloc(size_t size) {
-    bx_heap_t *h = bx_tls_heap;
-    if (BX_LIKELY(h != NULL && size <= BX_SMALL_MAX)) {
-        void *p = bx_bin_alloc(&h->small[bx_small_bin(size)], &h->small_blocks);
-        if (BX_LIKELY(p != NULL)) return p;
-    }
-    return malloc_slow(size);
+    void *p = alloc_fast(size);
+    return BX_LIKELY(p != NULL) ? p : malloc_slow(size);
 }
 
 BX_API void *bobox_calloc(size_t count, size_t size) {
@@ -88,9 +103,8 @@ BX_API void *bobox_calloc(size_t count, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    if (total > BX_MEDIUM_MAX && total <= PTRDIFF_MAX) {
+    if (total > BX_MEDIUM_MAX && total <= PTRDIFF_MAX && (ensure_init(), !bx_options.check)) {
         /* Large: fresh mappings are already zero. */
-        ensure_init();
         bx_heap_t *h = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
         bool fresh = false;
         if (h) bx_heap_tick(h);
@@ -106,9 +120,8 @@ BX_API void *bobox_calloc(size_t count, size_t size) {
     return p;
 }
 
-/* alignment: a power of two. */
-static void *alloc_aligned(size_t alignment, size_t size) {
-    if (alignment <= BX_ALIGNMENT) return bobox_malloc(size);
+/* alignment: a power of two above BX_ALIGNMENT. */
+static void *aligned_unchecked(size_t alignment, size_t size) {
     if (size == 0) size = 1; /* the aligned pointer must stay inside its object */
     if (size > PTRDIFF_MAX - alignment) {
         errno = ENOMEM;
@@ -117,7 +130,8 @@ static void *alloc_aligned(size_t alignment, size_t size) {
     if (alignment < BX_BLOCK_SIZE && size + alignment <= BX_MEDIUM_MAX) {
         /* Medium objects are 512-byte aligned already. */
         size_t padded = size > BX_SMALL_MAX && alignment <= BX_MEDIUM_GRAIN ? size : size + alignment - BX_ALIGNMENT;
-        char *p = bobox_malloc(padded);
+        char *p = alloc_fast(padded);
+        if (!p) p = alloc_unchecked(padded);
         if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
         char *aligned = (char *)bx_align_up((uintptr_t)p, alignment);
         bx_object_mark_aligned(p, aligned);
@@ -134,6 +148,24 @@ static void *alloc_aligned(size_t alignment, size_t size) {
     }
     if (!p) errno = ENOMEM;
     return p;
+}
+
+static void *alloc_checked(size_t alignment, size_t size) {
+    if (size > PTRDIFF_MAX - BX_CHECK_ROOM) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = alignment <= BX_ALIGNMENT ? alloc_unchecked(size + BX_CHECK_ROOM)
+                                        : aligned_unchecked(alignment, size + BX_CHECK_ROOM);
+    return p ? bx_checked_arm(p, size) : NULL;
+}
+
+/* alignment: a power of two. */
+static void *alloc_aligned(size_t alignment, size_t size) {
+    if (alignment <= BX_ALIGNMENT) return bobox_malloc(size);
+    ensure_init();
+    if (BX_UNLIKELY(bx_options.check)) return alloc_checked(alignment, size);
+    return aligned_unchecked(alignment, size);
 }
 
 BX_API int bobox_posix_memalign(void **out, size_t alignment, size_t size) {
@@ -178,65 +210,6 @@ BX_API void *bobox_pvalloc(size_t size) {
 
 /* ---- free ---------------------------------------------------------------------------------- */
 
-/* What free, realloc and malloc_usable_size learn about a pointer. */
-typedef struct {
-    unsigned tag;      /* 0: not ours */
-    void *object;      /* start of the object holding the pointer */
-    size_t usable;     /* bytes from the pointer to the object's end */
-    bx_block_t *block; /* small */
-    bx_superblock_t *sb; uint32_t index; /* medium */
-    bx_large_t *large; /* large */
-    bool freed;        /* tag 0 because p is in one of our objects that is already free */
-} bx_lookup_t;
-
-/* Resolves p without writing anything; tag 0 if p is not a live object's address. */
-static bx_lookup_t lookup(const void *p) {
-    bx_lookup_t r = {0};
-    uintptr_t entry = bx_pagemap_get(p);
-    switch (bx_tag_of(entry)) {
-    case BX_TAG_SMALL: {
-        bx_block_t *blk = bx_block_of(p);
-        /* Only fields that stay put while the block holds a live object: other threads
-         * read them while the owner works on the block. */
-        if (blk->heap == BX_BLOCK_NO_OWNER) break;
-        char *obj = bx_block_object(blk, p);
-        if (!obj || obj >= bx_block_bump(blk)) break;
-        r.freed = bx_object_is_free(obj);
-        if (r.freed || !bx_object_handed_out(obj, p)) break;
-        r.tag = BX_TAG_SMALL;
-        r.block = blk;
-        r.object = obj;
-        r.usable = blk->size - (size_t)((const char *)p - obj);
-        break;
-    }
-    case BX_TAG_MEDIUM: {
-        bx_superblock_t *sb = bx_span_of(entry);
-        if (!sb->owner || (const char *)p < sb->first) break;
-        uint32_t index = bx_sb_index(sb, p);
-        char *obj = bx_sb_block(sb, index);
-        if (index >= sb->capacity) break;
-        r.freed = obj == p && !bx_sb_live(sb, index);
-        if (!bx_sb_live(sb, index) || !bx_object_handed_out(obj, p)) break;
-        r.tag = BX_TAG_MEDIUM;
-        r.sb = sb;
-        r.index = index;
-        r.object = obj;
-        r.usable = sb->block_size - (size_t)((const char *)p - obj);
-        break;
-    }
-    case BX_TAG_LARGE: {
-        bx_large_t *l = bx_span_of(entry);
-        if (l->user != p) break;
-        r.tag = BX_TAG_LARGE;
-        r.large = l;
-        r.object = l->user;
-        r.usable = l->usable;
-        break;
-    }
-    }
-    return r;
-}
-
 static void free_resolved(bx_lookup_t *r) {
     bx_heap_t *h = bx_tls_heap;
     switch (r->tag) {
@@ -263,12 +236,16 @@ static void free_resolved(bx_lookup_t *r) {
     }
 }
 
-static BX_NOINLINE void free_slow(void *p, const char *caller) {
-    bx_lookup_t r = lookup(p);
-    if (BX_UNLIKELY(!r.tag)) {
-        if (r.freed) bx_fatal("free(): double free", p);
-        bx_fatal(caller, p);
-    }
+/* A live object's lookup, or an abort naming `op` ("free()") and what is wrong with p. */
+static bx_lookup_t lookup_live(const void *p, const char *op) {
+    bx_lookup_t r = BX_UNLIKELY(bx_options.check) ? bx_checked_lookup(p, op) : bx_lookup(p);
+    if (BX_UNLIKELY(!r.tag)) bx_fatalf("%s: %s %p", op, r.freed ? "double free" : "invalid pointer", p);
+    return r;
+}
+
+static BX_NOINLINE void free_slow(void *p) {
+    bx_lookup_t r = lookup_live(p, "free()");
+    if (BX_UNLIKELY(bx_options.check)) bx_checked_verify(&r, p, "free()");
     free_resolved(&r);
 }
 
@@ -276,7 +253,7 @@ BX_API void bobox_free(void *p) {
     if (BX_UNLIKELY(!p)) return;
     if (BX_LIKELY(bx_tag_of(bx_pagemap_get(p)) == BX_TAG_SMALL)) {
         bx_block_t *blk = bx_block_of(p);
-        bx_heap_t *h = bx_tls_heap;
+        bx_heap_t *h = bx_tls_fast;
         if (BX_LIKELY(blk->heap == h)) {
             /* p is an object handed out: at a slot boundary, below the bump pointer (so
              * inside the block), and marked neither free nor aligned. */
@@ -287,11 +264,17 @@ BX_API void bobox_free(void *p) {
             }
         }
     }
-    free_slow(p, "free(): invalid pointer");
+    free_slow(p);
 }
 
 BX_API void bobox_free_sized(void *p, size_t size) {
-    (void)size;
+    if (BX_UNLIKELY(bx_options.check) && p) {
+        /* C23: the size must be the one requested. */
+        bx_lookup_t r = lookup_live(p, "free_sized()");
+        size_t requested = bx_checked_verify(&r, p, "free_sized()");
+        if (size != requested)
+            bx_fatalf("free_sized(): size %zu does not match the %zu bytes allocated at %p", size, requested, p);
+    }
     bobox_free(p);
 }
 
@@ -303,14 +286,15 @@ BX_API void bobox_free_aligned_sized(void *p, size_t alignment, size_t size) {
 
 BX_API size_t bobox_malloc_usable_size(void *p) {
     if (!p) return 0;
-    bx_lookup_t r = lookup(p);
-    if (!r.tag) bx_fatal("malloc_usable_size(): invalid pointer", p);
+    bx_lookup_t r = lookup_live(p, "malloc_usable_size()");
+    /* Checked: only the requested bytes, so that a program using them all keeps the canary. */
+    if (BX_UNLIKELY(bx_options.check)) return bx_checked_verify(&r, p, "malloc_usable_size()");
     return r.usable;
 }
 
 BX_API int bobox_owns(const void *p) {
     if (!p) return 0;
-    return lookup(p).tag != 0;
+    return bx_lookup(p).tag != 0;
 }
 
 BX_API void *bobox_realloc(void *p, size_t size) {
@@ -319,11 +303,19 @@ BX_API void *bobox_realloc(void *p, size_t size) {
         bobox_free(p);
         return NULL;
     }
-    bx_lookup_t r = lookup(p);
-    if (!r.tag) bx_fatal("realloc(): invalid pointer", p);
+    bx_lookup_t r = lookup_live(p, "realloc()");
     if (size > PTRDIFF_MAX) {
         errno = ENOMEM;
         return NULL;
+    }
+    if (BX_UNLIKELY(bx_options.check)) {
+        /* Always moves: a stale pointer to the old object then reads freed memory. */
+        size_t old = bx_checked_verify(&r, p, "realloc()");
+        void *q = alloc_checked(BX_ALIGNMENT, size);
+        if (!q) return NULL;
+        memcpy(q, p, size < old ? size : old);
+        free_resolved(&r);
+        return q;
     }
     /* Fits, and would not waste more than half: keep it. */
     if (size <= r.usable && (size >= r.usable / 2 || r.usable <= 64)) return p;

@@ -124,6 +124,7 @@ bool bx_bin_check(const bx_bin_t *b) {
         for (const bx_block_t *blk = b->lists[list]; blk; prev = blk, blk = blk->next, n++) {
             uint32_t free = bx_block_free_count(blk);
             if (blk->list != list || blk->prev != prev || blk->chain_refs || blk->size != b->size) return false;
+            if (blk->bin != b->index || !bx_block_check(blk)) return false;
             if (blk->used == 0 || blk->used > blk->capacity) return false;
             if (list == BX_LIST_FULL && free != 0) return false;
             if (list == BX_LIST_ALMOST_FULL && (free == 0 || 2 * free > blk->capacity)) return false;
@@ -136,7 +137,7 @@ bool bx_bin_check(const bx_bin_t *b) {
     for (uint32_t i = 0; i < cs->len; i++) {
         const bx_chain_t *rec = &cs->ring[(cs->oldest + i) & cs->mask];
         const bx_block_t *blk = rec->block;
-        if (blk->list != BX_LIST_QUEUE || rec->count == 0) return false;
+        if (blk->list != BX_LIST_QUEUE || rec->count == 0 || blk->bin != b->index || !bx_block_check(blk)) return false;
         uint32_t refs = 0, counted = 0;
         for (uint32_t j = 0; j < cs->len; j++) {
             const bx_chain_t *other = &cs->ring[(cs->oldest + j) & cs->mask];

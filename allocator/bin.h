@@ -43,7 +43,7 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache);
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache);
 /* Drops every chain: blocks go to their lists, entirely free ones back to the cache. */
 void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache);
-/* Validates chains, lists and counts; false on any inconsistency. */
+/* Validates chains, lists, counts and every block (bx_block_check); false on any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);
 
 /* Drops the used-up top chain and returns obj (a tail call keeps the fast path lean). */

@@ -1,22 +1,9 @@
 /* block.c - formatting small-object blocks. */
-#define _GNU_SOURCE
 #include "block.h"
 
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-uintptr_t bx_free_key = 0x5bd1e9955bd1e995u;
-
-void bx_block_init_key(void) {
-    uintptr_t key = 0;
-    if (syscall(SYS_getrandom, &key, sizeof key, 1 /* GRND_NONBLOCK */) != sizeof key) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        key = ((uintptr_t)&key * 0x9e3779b97f4a7c15u) ^ (uintptr_t)ts.tv_nsec ^ ((uintptr_t)ts.tv_sec << 32);
-    }
-    /* Odd and above any user-space address: never a valid pointer or a small integer. */
-    bx_free_key = key | 0x8000000000000001u;
+static uint32_t div_magic_for(uint32_t size) {
+    /* Exact for offsets below 64 KB: the rounding error stays under 1/size. */
+    return (uint32_t)((((uint64_t)1) << 32) / size + 1);
 }
 
 void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t size) {
@@ -25,12 +12,36 @@ void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t s
     b->heap = heap;
     b->prev = b->next = NULL;
     b->size = size;
-    /* Exact for offsets below 64 KB: the rounding error stays under 1/size. */
-    b->div_magic = (uint32_t)((((uint64_t)1) << 32) / size + 1);
+    b->div_magic = div_magic_for(size);
     b->used = 0;
     b->capacity = (uint16_t)((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size);
     b->chain_refs = 0;
     b->bin = (uint8_t)bin;
     b->list = BX_LIST_NONE;
     b->unused = 0;
+}
+
+bool bx_block_check_header(const bx_block_t *b) {
+    uint32_t size = b->size;
+    if (size < BX_MIN_OBJECT || size > BX_SMALL_MAX || size % BX_ALIGNMENT) return false;
+    if (b->capacity != (BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size || b->div_magic != div_magic_for(size)) return false;
+    const char *first = (const char *)b + BX_BLOCK_HEADER, *bump = bx_block_bump(b);
+    if (bump < first || bump > first + (size_t)b->capacity * size || (size_t)(bump - first) % size) return false;
+    return b->used <= b->capacity && b->list < BX_LIST_COUNT;
+}
+
+bool bx_block_check_free_object(const bx_block_t *b, const void *obj) {
+    const char *first = (const char *)b + BX_BLOCK_HEADER, *o = obj;
+    return o >= first && o < bx_block_bump(b) && (size_t)(o - first) % b->size == 0 && bx_object_is_free(obj);
+}
+
+bool bx_block_check(const bx_block_t *b) {
+    if (!bx_block_check_header(b)) return false;
+    uint32_t listed = 0;
+    for (const void *obj = b->free; obj; obj = bx_link_get(obj))
+        if (++listed > b->capacity || !bx_block_check_free_object(b, obj)) return false;
+    /* Objects on their way back from other threads still count as used. */
+    uint32_t never_used = (uint32_t)((size_t)(bx_block_first((bx_block_t *)b) + (size_t)b->capacity * b->size -
+                                              bx_block_bump(b)) / b->size);
+    return listed + never_used == bx_block_free_count(b);
 }

@@ -7,7 +7,7 @@
 #ifndef BX_BLOCK_H
 #define BX_BLOCK_H
 
-#include "common.h"
+#include "secret.h"
 
 struct bx_heap;
 
@@ -26,7 +26,7 @@ enum bx_block_list {
 };
 
 typedef struct bx_block {
-    void *free;                  /* free objects, linked through their first word */
+    void *free;                  /* free objects, linked through their first word (mangled) */
     char *bump;                  /* first object never handed out */
     struct bx_heap *heap;        /* owner; other threads' frees go to its remote list */
     struct bx_block *prev, *next;/* links of the list named by `list` */
@@ -51,8 +51,14 @@ static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32
 
 /* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
 void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t size);
-/* Picks the process's free-object key (getrandom; no malloc). */
-void bx_block_init_key(void);
+
+/* Validation (bobox_check_heap, BOBOX_CHECK=1). The header's shape holds for any thread
+ * while the block has live objects; the free list only for its owner. */
+bool bx_block_check_header(const bx_block_t *b);
+/* obj may be the next object handed out: a slot below the bump pointer, marked free. */
+bool bx_block_check_free_object(const bx_block_t *b, const void *obj);
+/* Header, every link of the free list, and the count of free objects. */
+bool bx_block_check(const bx_block_t *b);
 
 /* The start of the object slot containing p, or NULL if p is outside every slot. */
 static inline char *bx_block_object(bx_block_t *b, const void *p) {
@@ -65,7 +71,6 @@ static inline char *bx_block_object(bx_block_t *b, const void *p) {
 
 /* Marks free small objects in their second word (as glibc's tcache key does), so a double
  * free costs one compare to catch. Random per process; zero in a handed-out object. */
-extern uintptr_t bx_free_key;
 static inline bool bx_object_is_free(const void *obj) { return ((const uintptr_t *)obj)[1] == bx_free_key; }
 static inline void bx_object_mark_free(void *obj) { ((uintptr_t *)obj)[1] = bx_free_key; }
 
@@ -98,7 +103,7 @@ static inline char *bx_block_slot_fast(bx_block_t *b, const void *p) {
 static inline void *bx_block_pop(bx_block_t *b) {
     void *obj = b->free;
     if (BX_LIKELY(obj != NULL)) {
-        b->free = *(void **)obj;
+        b->free = bx_link_get(obj);
     } else {
         /* Relaxed atomic: other threads' frees compare with it (it only grows while the
          * block holds live objects); a plain move on x86. */
@@ -111,7 +116,7 @@ static inline void *bx_block_pop(bx_block_t *b) {
 }
 
 static inline void bx_block_push(bx_block_t *b, void *obj) {
-    *(void **)obj = b->free;
+    bx_link_set(obj, b->free);
     bx_object_mark_free(obj);
     b->free = obj;
     b->used--;

@@ -17,7 +17,7 @@ void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
     void *block = bc->head;
     if (!block) return bx_blockalloc_alloc(&bc->alloc, sb_out);
-    bc->head = *(void **)block;
+    bc->head = bx_link_get(block);
     bc->count--;
     bx_superblock_t *sb = bx_superblock_of(block);
     if (--sb->cached == 0) bc->represented--;
@@ -38,7 +38,7 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
         bc->represented++;
     }
     sb->cached++;
-    *(void **)block = bc->head;
+    bx_link_set(block, bc->head);
     bc->head = block;
     bc->count++;
 }
@@ -46,7 +46,7 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
 void bx_blockcache_flush(bx_blockcache_t *bc) {
     while (bc->head) {
         void *block = bc->head;
-        bc->head = *(void **)block;
+        bc->head = bx_link_get(block);
         bx_superblock_t *sb = bx_superblock_of(block);
         sb->cached--;
         bx_blockalloc_free(&bc->alloc, sb, block);

@@ -29,7 +29,14 @@ void bx_message_fd(int fd, const char *fmt, ...) {
     va_end(ap);
 }
 
-void bx_fatal(const char *what, const void *ptr) {
-    bx_message("bobox: %s %p\n", what, ptr);
+void bx_fatal(const char *what, const void *ptr) { bx_fatalf("%s %p", what, ptr); }
+
+void bx_fatalf(const char *fmt, ...) {
+    char line[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    bx_message("bobox: %s\n", line);
     abort();
 }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "checked.h"
 #include "large.h"
 #include "lock.h"
 #include "node.h"
@@ -14,6 +15,7 @@
 #include "remote.h"
 
 BX_TLS bx_heap_t *bx_tls_heap;
+BX_TLS bx_heap_t *bx_tls_fast;
 static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
 
 static bx_lock_t registry_lock = BX_LOCK_INIT; /* every heap list and the abandoned list */
@@ -210,7 +212,10 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
         void *p = bx_bin_alloc(&h->small[bin], &h->small_blocks);
         if (p) return p;
     }
-    return bx_bin_refill_alloc(&h->small[bin], &h->small_blocks, h);
+    void *p = bx_bin_refill_alloc(&h->small[bin], &h->small_blocks, h);
+    /* Checked mode: the whole block a new chain starts on, once per refill. */
+    if (BX_UNLIKELY(bx_options.check) && p) bx_checked_block(bx_block_of(p));
+    return p;
 }
 
 void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
@@ -243,7 +248,7 @@ void *bx_heap_alloc(bx_heap_t *h, size_t size) {
 
 static void thread_exit(void *arg) {
     bx_heap_t *h = arg;
-    bx_tls_heap = NULL;
+    bx_tls_heap = bx_tls_fast = NULL;
     tls_torn_down = true; /* later mallocs of this thread go to the orphan heap */
     if (!h || h->state != BX_HEAP_LIVE) return;
     bx_heap_release_free(h);
@@ -275,6 +280,7 @@ bx_heap_t *bx_heap_acquire(void) {
     if (!h) h = heap_create(node, BX_HEAP_LIVE);
     if (!h) return NULL;
     bx_tls_heap = h;
+    if (!bx_options.check) bx_tls_fast = h;
     /* May allocate (keys past the first 32): this thread already has its heap. */
     pthread_setspecific(exit_key, h);
     if (bx_remote_pending(h)) bx_heap_drain(h);

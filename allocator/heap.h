@@ -59,6 +59,9 @@ typedef struct bx_heap {
 } bx_heap_t;
 
 extern BX_TLS bx_heap_t *bx_tls_heap;
+/* The heap the inline fast paths of malloc and free use: the thread's heap, or NULL in
+ * checked mode, so that every call takes the checked slow path at no cost to the default. */
+extern BX_TLS bx_heap_t *bx_tls_fast;
 
 /* The calling thread's heap, created or adopted on first use; NULL for a thread past its
  * own teardown (it then goes through the orphan heap). */

@@ -59,12 +59,14 @@ static uint64_t number_setting(const char *name, uint64_t min, uint64_t max, uin
 void bx_options_init(void) {
     bx_options.stats = parse_flag("BOBOX_STATS", getenv("BOBOX_STATS"));
     bx_options.verbose = parse_flag("BOBOX_VERBOSE", getenv("BOBOX_VERBOSE"));
+    bx_options.check = parse_flag("BOBOX_CHECK", getenv("BOBOX_CHECK"));
     uint64_t mb = number_setting("BOBOX_CACHE_MB", 0, 1 << 20, default_cache_mb());
     bx_options.cache_bytes = (size_t)mb * BX_MB;
     bx_options.decay_ms = number_setting("BOBOX_DECAY_MS", 0, 3600 * 1000, DEFAULT_DECAY_MS);
 }
 
 void bx_options_report(void) {
-    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_STATS=%d\n",
-               bx_options.cache_bytes / BX_MB, (unsigned long long)bx_options.decay_ms, bx_options.stats);
+    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_STATS=%d BOBOX_CHECK=%d\n",
+               bx_options.cache_bytes / BX_MB, (unsigned long long)bx_options.decay_ms, bx_options.stats,
+               bx_options.check);
 }

@@ -7,6 +7,7 @@
 typedef struct bx_options_s {
     bool stats;          /* BOBOX_STATS=1: report at exit */
     bool verbose;        /* BOBOX_VERBOSE=1: report the settings in force */
+    bool check;          /* BOBOX_CHECK=1: canaries and header validation on every call */
     size_t cache_bytes;  /* BOBOX_CACHE_MB: most free memory each node's superblock cache, and
                           * the cache of freed large objects, may keep */
     uint64_t decay_ms;   /* BOBOX_DECAY_MS: how long free memory may stay cached */

@@ -75,9 +75,14 @@ void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag
     ba->node = node;
 }
 
+/* Small-object blocks keep 64 KB alignment, so the header takes the first one. */
+static size_t header_bytes(unsigned tag) { return tag == BX_TAG_SMALL ? BX_BLOCK_SIZE : bx_align_up(sizeof(bx_superblock_t), 4096); }
+
+/* Exact for offsets below 16 MB: the rounding error stays under 1/block_size. */
+static uint64_t div_magic_for(uint32_t block_size) { return (((uint64_t)1) << 48) / block_size + 1; }
+
 static void format(bx_blockalloc_t *ba, bx_superblock_t *sb) {
-    /* Small-object blocks keep 64 KB alignment, so the header takes the first one. */
-    size_t header = ba->tag == BX_TAG_SMALL ? BX_BLOCK_SIZE : bx_align_up(sizeof *sb, 4096);
+    size_t header = header_bytes(ba->tag);
     sb->owner = ba;
     sb->heap = ba->owner;
     sb->first = (char *)sb + header;
@@ -88,8 +93,7 @@ static void format(bx_blockalloc_t *ba, bx_superblock_t *sb) {
     sb->used = 0;
     sb->heap_pos = BX_SB_NOT_IN_HEAP;
     sb->cached = 0;
-    /* Exact for offsets below 16 MB: the rounding error stays under 1/block_size. */
-    sb->div_magic = (((uint64_t)1) << 48) / ba->block_size + 1;
+    sb->div_magic = div_magic_for(ba->block_size);
     memset(sb->live, 0, sizeof sb->live);
 }
 
@@ -108,7 +112,7 @@ void *bx_blockalloc_alloc(bx_blockalloc_t *ba, bx_superblock_t **sb_out) {
     bx_superblock_t *sb = ba->heap[0]; /* the fullest superblock with a free block */
     void *block = sb->free;
     if (block)
-        sb->free = *(void **)block;
+        sb->free = bx_link_get(block);
     else {
         block = sb->bump;
         sb->bump += sb->block_size;
@@ -120,7 +124,7 @@ void *bx_blockalloc_alloc(bx_blockalloc_t *ba, bx_superblock_t **sb_out) {
 }
 
 void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block) {
-    *(void **)block = sb->free;
+    bx_link_set(block, sb->free);
     sb->free = block;
     sb->used--;
     if (sb->used == 0) {
@@ -141,10 +145,33 @@ void bx_blockalloc_destroy(bx_blockalloc_t *ba) {
     ba->count = ba->cap = 0;
 }
 
+bool bx_sb_check_header(const bx_superblock_t *sb) {
+    if (sb->tag != BX_TAG_SMALL && sb->tag != BX_TAG_MEDIUM) return false;
+    uint32_t size = sb->block_size;
+    size_t header = header_bytes(sb->tag);
+    if (sb->tag == BX_TAG_SMALL ? size != BX_BLOCK_SIZE : size <= BX_SMALL_MAX || size > BX_MEDIUM_MAX || size % BX_MEDIUM_GRAIN)
+        return false;
+    if (sb->first != (const char *)sb + header || sb->div_magic != div_magic_for(size)) return false;
+    if (sb->capacity != (BX_SUPERBLOCK_SIZE - header) / size || sb->used > sb->capacity) return false;
+    return sb->bump >= sb->first && sb->bump <= sb->first + (size_t)sb->capacity * size &&
+           (size_t)(sb->bump - sb->first) % size == 0;
+}
+
+bool bx_sb_check(const bx_superblock_t *sb) {
+    if (!bx_sb_check_header(sb)) return false;
+    uint32_t listed = 0;
+    for (const char *block = sb->free; block; block = bx_link_get(block))
+        if (++listed > sb->capacity || block < sb->first || block >= sb->bump ||
+            (size_t)(block - sb->first) % sb->block_size)
+            return false;
+    uint32_t never_used = (uint32_t)((size_t)(sb->first + (size_t)sb->capacity * sb->block_size - sb->bump) / sb->block_size);
+    return listed + never_used == free_blocks(sb);
+}
+
 bool bx_blockalloc_check(const bx_blockalloc_t *ba) {
     for (uint32_t i = 0; i < ba->count; i++) {
         const bx_superblock_t *sb = ba->heap[i];
-        if (sb->heap_pos != i || sb->owner != ba) return false;
+        if (sb->heap_pos != i || sb->owner != ba || !bx_sb_check(sb)) return false;
         if (sb->used == 0 || sb->used >= sb->capacity) return false;
         if (i > 0 && free_blocks(ba->heap[(i - 1) / 2]) > free_blocks(sb)) return false;
     }

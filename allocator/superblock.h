@@ -7,7 +7,7 @@
 #ifndef BX_SUPERBLOCK_H
 #define BX_SUPERBLOCK_H
 
-#include "common.h"
+#include "secret.h"
 
 struct bx_heap;
 struct bx_blockalloc;
@@ -20,7 +20,7 @@ typedef struct bx_superblock {
     struct bx_blockalloc *owner; /* block allocator cutting it, NULL while at the node */
     struct bx_heap *heap;        /* thread heap of that allocator */
     char *first;                 /* first block */
-    void *free;                  /* free blocks, linked through their first word */
+    void *free;                  /* free blocks, linked through their first word (mangled) */
     char *bump;                  /* first block never handed out */
     uint64_t div_magic;          /* (offset * div_magic) >> 48 == offset / block_size */
     uint32_t block_size, capacity, used;
@@ -74,7 +74,12 @@ static inline bool bx_sb_take_live(bx_superblock_t *sb, uint32_t i, bool owner) 
     return true;
 }
 
-/* Exposed for the tests of the heap order. */
+/* Validation (bobox_check_heap, BOBOX_CHECK=1). The header's shape holds for any thread
+ * while the superblock is owned; the free list only for the owner. */
+bool bx_sb_check_header(const bx_superblock_t *sb);
+/* Header, every link of the free list, and the count of free blocks. */
+bool bx_sb_check(const bx_superblock_t *sb);
+/* Heap order and positions, and every superblock it holds (bx_sb_check). */
 bool bx_blockalloc_check(const bx_blockalloc_t *ba);
 
 #endif

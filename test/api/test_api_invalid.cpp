@@ -82,3 +82,116 @@ TEST_CASE("free of stack, interior and double-freed pointers aborts with a messa
         a_free(p); // the parent's copy is untouched
     }
 }
+
+namespace {
+bool checked_mode() {
+    const char *s = getenv("BOBOX_CHECK");
+    return s && !strcmp(s, "1");
+}
+// AddressSanitizer reports a fault itself and exits instead of dying of the signal.
+bool asan_build() {
+#if defined(__SANITIZE_ADDRESS__)
+    return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return true;
+#endif
+#endif
+    return false;
+}
+} // namespace
+
+TEST_CASE("a free-list link overwritten after free is never handed out (safe-linking)", "[api][invalid]") {
+    if (foreign_allowed()) return;
+    // A write after free (or an overflow from the neighbour) puts an address of the
+    // attacker's choice where the free list keeps its links. Unmangled, the second malloc
+    // would return `target`; mangled, the forged link decodes to a non-canonical address.
+    static char target[2048];
+    auto [sig, err] = in_child([&] {
+        const size_t size = 1008; // a size class nothing else in the child uses
+        void *objs[8];
+        for (void *&p : objs) p = a_malloc(size);
+        for (void *p : objs) a_free(p);
+        const void *forged = target;
+        for (void *p : objs) memcpy(p, &forged, sizeof forged);
+        for (int i = 0; i < 16; i++)
+            if (a_malloc(size) == static_cast<void *>(target)) {
+                fprintf(stderr, "forged address handed out\n");
+                _exit(3);
+            }
+        fprintf(stderr, "forged links went unnoticed\n");
+        _exit(0);
+    });
+    INFO(err);
+    REQUIRE(err.find("forged") == std::string::npos);
+    if (checked_mode()) {
+        REQUIRE(sig == SIGABRT);
+        REQUIRE(err.find("malloc(): corrupted free list in block") != std::string::npos);
+    } else if (asan_build()) {
+        REQUIRE(err.find("AddressSanitizer: SEGV") != std::string::npos);
+    } else {
+        REQUIRE(sig == SIGSEGV); // the first use of the decoded link faults
+    }
+}
+
+// ---- checked mode: run with BOBOX_CHECK=1 by test/system/hardening_checked.sh ------------
+
+TEST_CASE("checked mode: a write past the requested size is reported at free with address and size", "[.checked]") {
+    REQUIRE(checked_mode());
+    struct Case { const char *what; size_t size, alignment; };
+    for (Case c : {Case{"small", 100, 0}, Case{"small, exact class", 48, 0}, Case{"zero bytes", 0, 0},
+                   Case{"medium", 30000, 0}, Case{"large", size_t(3) << 20, 0}, Case{"aligned", 200, 256},
+                   Case{"aligned large", 5000, 65536}}) {
+        char *p = static_cast<char *>(c.alignment ? a_aligned_alloc(c.alignment, c.size) : a_malloc(c.size));
+        REQUIRE(p != nullptr);
+        // Every requested byte may be written; usable size is exactly what was asked for.
+        memset(p, 0x5a, c.size);
+        REQUIRE(a_usable(p) == c.size);
+        auto [sig, err] = in_child([&] { p[c.size] = 0; a_free(p); });
+        INFO(c.what << " object of " << c.size << " bytes: " << err);
+        REQUIRE(sig == SIGABRT);
+        char expected[160];
+        snprintf(expected, sizeof expected, "bobox: free(): heap overflow past the end of %p (size %zu): byte %zu overwritten",
+                 (void *)p, c.size, c.size);
+        REQUIRE(err.find(expected) != std::string::npos);
+        // A long overrun that reaches the size record is still caught, at realloc too.
+        auto [sig2, err2] = in_child([&] { memset(p + c.size, 0, 64); a_realloc(p, c.size + 1); });
+        INFO(err2);
+        REQUIRE(sig2 == SIGABRT);
+        REQUIRE(err2.find("bobox: realloc(): heap overflow past the end of") != std::string::npos);
+        a_free(p); // intact in the parent
+    }
+}
+
+TEST_CASE("checked mode: free_sized with the wrong size and a trashed block header abort", "[.checked]") {
+    REQUIRE(checked_mode());
+    if (!free_sized_ptr()) return; // the static build always has it; glibc 2.36 does not
+    char *p = static_cast<char *>(a_malloc(40));
+    auto [sig, err] = in_child([&] { a_free_sized(p, 48); });
+    INFO(err);
+    REQUIRE(sig == SIGABRT);
+    REQUIRE(err.find("free_sized(): size 48 does not match the 40 bytes allocated at") != std::string::npos);
+    auto [sig2, err2] = in_child([&] {
+        // A small object's block header is the first 64 bytes of its 64 KB block.
+        memset(reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(0xffff)), 0x41, 64);
+        a_free(p);
+    });
+    INFO(err2);
+    REQUIRE(sig2 == SIGABRT);
+    REQUIRE(err2.find("free(): corrupted block header") != std::string::npos);
+    a_free_sized(p, 40);
+}
+
+TEST_CASE("checked mode: realloc keeps the contents and always moves", "[.checked]") {
+    REQUIRE(checked_mode());
+    char *p = static_cast<char *>(a_malloc(100));
+    fill(p, 100, 7);
+    char *q = static_cast<char *>(a_realloc(p, 60));
+    REQUIRE(q != p);
+    REQUIRE(check(q, 60, 7) == SIZE_MAX);
+    REQUIRE(a_usable(q) == 60);
+    char *r = static_cast<char *>(a_realloc(q, 200000));
+    REQUIRE(check(r, 60, 7) == SIZE_MAX);
+    REQUIRE(a_usable(r) == 200000);
+    a_free(r);
+}

@@ -25,6 +25,11 @@ err=$(env BOBOX_CACHE_MB=lots BOBOX_DECAY_MS=-5 BOBOX_VERBOSE=1 LD_PRELOAD=$LIB 
 grep -q "BOBOX_DECAY_MS=1000" <<<"$err" || fail "default decay not used: $err"
 err=$(env BOBOX_STATS=maybe LD_PRELOAD=$LIB true 2>&1)
 grep -q "ignoring BOBOX_STATS=maybe" <<<"$err" || fail "bad BOBOX_STATS not reported: $err"
+err=$(env BOBOX_CHECK=on BOBOX_VERBOSE=1 LD_PRELOAD=$LIB true 2>&1)
+[ "$(grep -c 'ignoring BOBOX_CHECK=on' <<<"$err")" = 1 ] || fail "bad BOBOX_CHECK not reported once: $err"
+grep -q "BOBOX_CHECK=0" <<<"$err" || fail "checked mode not left off after a bad BOBOX_CHECK: $err"
+err=$(env BOBOX_CHECK=1 BOBOX_VERBOSE=1 LD_PRELOAD=$LIB true 2>&1)
+grep -q "BOBOX_CHECK=1" <<<"$err" || fail "BOBOX_CHECK=1 not in force: $err"
 
 err=$(env BOBOX_CACHE_MB=128 BOBOX_DECAY_MS=250 BOBOX_VERBOSE=1 LD_PRELOAD=$LIB true 2>&1)
 grep -q "BOBOX_CACHE_MB=128 BOBOX_DECAY_MS=250" <<<"$err" || fail "settings not applied: $err"

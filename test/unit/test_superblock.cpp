@@ -73,7 +73,7 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
             bx_blockcache_free(&bc, sb_of(p), p);
             REQUIRE(bc.represented <= bound);
             std::set<bx_superblock_t *> distinct;
-            for (void *q = bc.head; q; q = *(void **)q) distinct.insert(sb_of(q));
+            for (void *q = bc.head; q; q = bx_link_get(q)) distinct.insert(sb_of(q));
             REQUIRE(distinct.size() == bc.represented);
         }
         // Everything not cached went back; the cache kept at most `bound` superblocks alive.
