@@ -237,7 +237,7 @@ static void free_resolved(bx_lookup_t *r) {
 }
 
 /* A live object's lookup, or an abort naming `op` ("free()") and what is wrong with p. */
-static bx_lookup_t lookup_live(const void *p, const char *op) {
+static inline __attribute__((always_inline)) bx_lookup_t lookup_live(const void *p, const char *op) {
     bx_lookup_t r = BX_UNLIKELY(bx_options.check) ? bx_checked_lookup(p, op) : bx_lookup(p);
     if (BX_UNLIKELY(!r.tag)) bx_fatalf("%s: %s %p", op, r.freed ? "double free" : "invalid pointer", p);
     return r;

@@ -20,7 +20,7 @@ typedef struct {
 } bx_lookup_t;
 
 /* Resolves p without writing anything; tag 0 if p is not a live object's address. */
-static inline bx_lookup_t bx_lookup(const void *p) {
+static inline __attribute__((always_inline)) bx_lookup_t bx_lookup(const void *p) {
     bx_lookup_t r = {0};
     uintptr_t entry = bx_pagemap_get(p);
     switch (bx_tag_of(entry)) {
