@@ -104,7 +104,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
     if (!blk) {
         blk = bx_blockcache_alloc(cache, NULL);
         if (!blk) return NULL;
-        bx_block_init(blk, heap, b->index, b->size);
+        bx_block_init(blk, heap, b, b->index, b->size);
     }
     /* All its free objects become one chain on top. */
     enqueue(b, blk, bx_block_free_count(blk));

@@ -19,10 +19,11 @@ void bx_block_init_key(void) {
     bx_free_key = key | 0x8000000000000001u;
 }
 
-void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t size) {
+void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size) {
     b->free = NULL;
     b->bump = bx_block_first(b);
     b->heap = heap;
+    b->owner_bin = owner_bin;
     b->prev = b->next = NULL;
     b->size = size;
     /* Exact for offsets below 64 KB: the rounding error stays under 1/size. */
@@ -32,5 +33,4 @@ void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t s
     b->chain_refs = 0;
     b->bin = (uint8_t)bin;
     b->list = BX_LIST_NONE;
-    b->unused = 0;
 }

@@ -82,6 +82,12 @@ void bx_heap_free_direct(bx_heap_t *h, void *obj) {
     }
 }
 
+void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
+    bx_bin_new_chain(b, blk, &h->small_blocks);
+    if (BX_UNLIKELY(atomic_load_explicit(&h->remote_bytes, memory_order_relaxed) >= BX_REMOTE_DRAIN_BYTES))
+        bx_heap_drain(h);
+}
+
 void bx_heap_drain(bx_heap_t *h) {
     void *obj = bx_remote_take(h);
     size_t bytes = 0;
