@@ -203,8 +203,8 @@ void bx_heap_tick(bx_heap_t *h) {
     if (now < h->next_purge_ms) return;
     h->next_purge_ms = now + (bx_options.decay_ms ? bx_options.decay_ms : 1);
     bx_heap_flush_outbox(h);
-    bx_blockcache_flush(&h->small_blocks);
-    for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_flush(&h->medium[i]);
+    bx_blockcache_decay(&h->small_blocks);
+    for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_decay(&h->medium[i]);
     bx_node_purge(false);
     bx_large_purge(false);
 }
