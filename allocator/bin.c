@@ -89,6 +89,10 @@ static void enqueue(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
 }
 
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
+    /* Frees moved on from an entirely free block: give it to the block cache now, where any
+     * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
+    bx_chain_t *top = b->chains.top;
+    if (top && top->block->used == 0) unref(b, bx_chainstack_pop(&b->chains), cache);
     enqueue(b, blk, 1);
     uint32_t bound = bx_bin_bound(b);
     while (b->chains.len > bound) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
@@ -100,7 +104,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
     if (!blk) {
         blk = bx_blockcache_alloc(cache, NULL);
         if (!blk) return NULL;
-        bx_block_init(blk, heap, b->index, b->size);
+        bx_block_init(blk, heap, b, b->index, b->size);
     }
     /* All its free objects become one chain on top. */
     enqueue(b, blk, bx_block_free_count(blk));

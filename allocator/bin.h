@@ -47,7 +47,7 @@ void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache);
 bool bx_bin_check(const bx_bin_t *b);
 
 /* Drops the used-up top chain and returns obj (a tail call keeps the fast path lean). */
-void *bx_bin_chain_exhausted_ret(bx_bin_t *b, bx_blockcache_t *cache, void *obj);
+__attribute__((returns_nonnull)) void *bx_bin_chain_exhausted_ret(bx_bin_t *b, bx_blockcache_t *cache, void *obj);
 
 /* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path". */
 static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
@@ -59,15 +59,22 @@ static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
     return obj;
 }
 
-/* Returns true when the free started a new chain (the semi-slow path). */
-static inline bool bx_bin_free(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
+/* Pushes obj into its block; true when that lengthened the top chain, false when the
+ * caller must start a new chain (bx_bin_new_chain). */
+static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_push(blk, obj);
     b->frees++;
     bx_chain_t *top = b->chains.top;
     if (BX_LIKELY(top && top->block == blk)) {
         top->count++;
-        return false;
+        return true;
     }
+    return false;
+}
+
+/* Returns true when the free started a new chain (the semi-slow path). */
+static inline bool bx_bin_free(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
+    if (BX_LIKELY(bx_bin_free_top(b, blk, obj))) return false;
     bx_bin_new_chain(b, blk, cache);
     return true;
 }

@@ -6,10 +6,11 @@ static uint32_t div_magic_for(uint32_t size) {
     return (uint32_t)((((uint64_t)1) << 32) / size + 1);
 }
 
-void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t size) {
+void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size) {
     b->free = NULL;
     b->bump = bx_block_first(b);
     b->heap = heap;
+    b->owner_bin = owner_bin;
     b->prev = b->next = NULL;
     b->size = size;
     b->div_magic = div_magic_for(size);
@@ -18,7 +19,6 @@ void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t s
     b->chain_refs = 0;
     b->bin = (uint8_t)bin;
     b->list = BX_LIST_NONE;
-    b->unused = 0;
 }
 
 bool bx_block_check_header(const bx_block_t *b) {

@@ -10,6 +10,7 @@
 #include "secret.h"
 
 struct bx_heap;
+struct bx_bin;
 
 /* Owner of a block that sits free in a cache: matches no thread's heap, so a stale
  * pointer into it leaves the fast path of free. */
@@ -29,6 +30,7 @@ typedef struct bx_block {
     void *free;                  /* free objects, linked through their first word (mangled) */
     char *bump;                  /* first object never handed out */
     struct bx_heap *heap;        /* owner; other threads' frees go to its remote list */
+    struct bx_bin *owner_bin;    /* the owner's bin of this size: one load on local frees */
     struct bx_block *prev, *next;/* links of the list named by `list` */
     uint32_t size;               /* object size */
     uint32_t div_magic;          /* (offset * div_magic) >> 32 == offset / size */
@@ -37,7 +39,6 @@ typedef struct bx_block {
     uint16_t chain_refs;         /* chain records naming this block */
     uint8_t bin;
     uint8_t list;                /* enum bx_block_list */
-    uint8_t unused;
 } bx_block_t;
 
 BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
@@ -50,7 +51,7 @@ static inline char *bx_block_bump(const bx_block_t *b) { return __atomic_load_n(
 static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32_t)(b->capacity - b->used); }
 
 /* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
-void bx_block_init(bx_block_t *b, struct bx_heap *heap, unsigned bin, uint32_t size);
+void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size);
 
 /* Validation (bobox_check_heap, BOBOX_CHECK=1). The header's shape holds for any thread
  * while the block has live objects; the free list only for its owner. */

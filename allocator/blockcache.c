@@ -12,9 +12,11 @@ void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag
     bc->count = bc->represented = 0;
     bc->bound = bound;
     bc->max_blocks = max_blocks;
+    bc->active = false;
 }
 
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
+    bc->active = true;
     void *block = bc->head;
     if (!block) return bx_blockalloc_alloc(&bc->alloc, sb_out);
     bc->head = bx_link_get(block);
@@ -52,4 +54,9 @@ void bx_blockcache_flush(bx_blockcache_t *bc) {
         bx_blockalloc_free(&bc->alloc, sb, block);
     }
     bc->count = bc->represented = 0;
+}
+
+void bx_blockcache_decay(bx_blockcache_t *bc) {
+    if (!bc->active) bx_blockcache_flush(bc);
+    bc->active = false;
 }

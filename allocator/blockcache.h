@@ -23,6 +23,7 @@ typedef struct bx_blockcache {
     uint32_t represented;    /* distinct superblocks among them */
     uint32_t bound;          /* most superblocks represented */
     uint32_t max_blocks;     /* most blocks cached */
+    bool active;             /* a block was taken since the last decay tick */
 } bx_blockcache_t;
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size,
@@ -35,5 +36,9 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
 bx_superblock_t *bx_superblock_of(const void *block);
 /* Returns every cached block to the block allocator. */
 void bx_blockcache_flush(bx_blockcache_t *bc);
+/* Once per decay delay: flushes the cache if no block was taken from it since the last
+ * call. A cache in use keeps its blocks: flushing it would only empty its superblocks into
+ * the node, where other bins take them and touch fresh pages for this one. */
+void bx_blockcache_decay(bx_blockcache_t *bc);
 
 #endif

@@ -84,6 +84,12 @@ void bx_heap_free_direct(bx_heap_t *h, void *obj) {
     }
 }
 
+void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
+    bx_bin_new_chain(b, blk, &h->small_blocks);
+    if (BX_UNLIKELY(atomic_load_explicit(&h->remote_bytes, memory_order_relaxed) >= BX_REMOTE_DRAIN_BYTES))
+        bx_heap_drain(h);
+}
+
 void bx_heap_drain(bx_heap_t *h) {
     void *obj = bx_remote_take(h);
     size_t bytes = 0;
@@ -199,8 +205,8 @@ void bx_heap_tick(bx_heap_t *h) {
     if (now < h->next_purge_ms) return;
     h->next_purge_ms = now + (bx_options.decay_ms ? bx_options.decay_ms : 1);
     bx_heap_flush_outbox(h);
-    bx_blockcache_flush(&h->small_blocks);
-    for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_flush(&h->medium[i]);
+    bx_blockcache_decay(&h->small_blocks);
+    for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_decay(&h->medium[i]);
     bx_node_purge(false);
     bx_large_purge(false);
 }

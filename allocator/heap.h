@@ -79,11 +79,13 @@ void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin);
 /* The caller has cleared the object's live bit. */
 void bx_heap_free_medium(bx_heap_t *h, void *sb, uint32_t index);
 void bx_heap_drain(bx_heap_t *h);
-/* A local free of a small object; drains the remote list once past its threshold. */
+/* A local free that starts a new chain; drains the remote list once past its threshold. */
+void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk);
+/* A local free of a small object (the semi-slow part is a tail call: no register to save). */
 static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) {
-    if (BX_UNLIKELY(bx_bin_free(&h->small[blk->bin], blk, obj, &h->small_blocks)) &&
-        BX_UNLIKELY(atomic_load_explicit(&h->remote_bytes, memory_order_relaxed) >= BX_REMOTE_DRAIN_BYTES))
-        bx_heap_drain(h);
+    bx_bin_t *b = blk->owner_bin;
+    if (BX_LIKELY(bx_bin_free_top(b, blk, obj))) return;
+    bx_heap_free_new_chain(h, b, blk);
 }
 /* Frees that skip the chain stack: drained remote frees. */
 void bx_heap_free_direct(bx_heap_t *h, void *obj);

@@ -12,6 +12,7 @@
 
 #define BX_PM_LEAF_BITS 16 /* 64 K chunks of 64 KB: one leaf covers 4 GB */
 #define BX_PM_TOP_BITS 15  /* 47-bit user address space */
+BX_STATIC_ASSERT(BX_BLOCK_SHIFT + BX_PM_LEAF_BITS == 32, "a leaf is indexed by the low 32 bits");
 
 /* The lookup for code that cannot use C11 atomics (C++ tests). */
 uintptr_t bx_pagemap_lookup(const void *p);
@@ -26,7 +27,8 @@ static inline uintptr_t bx_pagemap_get(const void *p) {
     if (BX_UNLIKELY(top >= (1u << BX_PM_TOP_BITS))) return 0;
     bx_pm_entry_t *leaf = atomic_load_explicit(&bx_pagemap_top[top], memory_order_acquire);
     if (BX_UNLIKELY(!leaf)) return 0;
-    return atomic_load_explicit(&leaf[(a >> BX_BLOCK_SHIFT) & ((1u << BX_PM_LEAF_BITS) - 1)], memory_order_relaxed);
+    /* The leaf index is bits 16-31: a 32-bit shift, one instruction. */
+    return atomic_load_explicit(&leaf[(uint32_t)a >> BX_BLOCK_SHIFT], memory_order_relaxed);
 }
 
 #else

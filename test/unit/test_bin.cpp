@@ -137,3 +137,51 @@ TEST_CASE("bin: refill prefers almost-full, then almost-empty, then a new block"
     REQUIRE(c->list == BX_LIST_QUEUE);
     REQUIRE(bx_bin_check(&f.bin));
 }
+
+TEST_CASE("bin: an emptied block goes back to the shared block cache and another size class reuses it", "[bin]") {
+    bx_sizeclass_init();
+    // Two bins sharing one block cache, as a thread's bins do.
+    uint32_t s16 = bx_small_size[0], s64 = bx_small_size[3];
+    std::vector<bx_chain_t> ring16(bx_bin_ring_size(s16)), ring64(bx_bin_ring_size(s64));
+    bx_bin_t b16, b64;
+    bx_bin_init(&b16, 0, s16, ring16.data(), (uint32_t)ring16.size());
+    bx_bin_init(&b64, 3, s64, ring64.data(), (uint32_t)ring64.size());
+    bx_blockcache_t cache;
+    bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0);
+    auto alloc = [&](bx_bin_t *b) {
+        void *p = bx_bin_alloc(b, &cache);
+        return static_cast<char *>(p ? p : bx_bin_refill_alloc(b, &cache, fake_heap()));
+    };
+    // Five blocks of 64-byte objects, freed in allocation order (each block empties in turn).
+    uint32_t per = b64.per_block;
+    std::vector<char *> objs;
+    for (uint32_t i = 0; i < 5 * per; i++) objs.push_back(alloc(&b64));
+    std::set<bx_block_t *> blocks64;
+    for (char *p : objs) blocks64.insert(bx_block_of(p));
+    REQUIRE(blocks64.size() == 5);
+    for (char *p : objs) bx_bin_free(&b64, bx_block_of(p), p, &cache);
+    REQUIRE(bx_bin_check(&b64));
+    // Only the last block, still the top chain, stays with the bin; the other four are cached.
+    REQUIRE(b64.chains.len == 1);
+    REQUIRE(b64.chains.top->block == bx_block_of(objs.back()));
+    REQUIRE(cache.count == 4);
+    // The 16-byte bin takes its blocks from the cache: blocks the 64-byte bin emptied.
+    std::set<bx_block_t *> blocks16;
+    for (uint32_t i = 0; i < 4 * b16.per_block; i++) blocks16.insert(bx_block_of(alloc(&b16)));
+    REQUIRE(blocks16.size() == 4);
+    for (bx_block_t *blk : blocks16) {
+        REQUIRE(blocks64.count(blk) == 1);
+        REQUIRE(blk->size == s16);
+    }
+    REQUIRE(cache.count == 0);
+    REQUIRE(bx_bin_check(&b16));
+    // Clean up: the 16-byte blocks are full; give everything back.
+    for (bx_block_t *blk : blocks16) {
+        for (uint32_t i = 0; i < b16.per_block; i++) bx_bin_free_direct(&b16, blk, bx_block_first(blk) + i * s16, &cache);
+    }
+    bx_bin_flush(&b16, &cache);
+    bx_bin_flush(&b64, &cache);
+    bx_blockcache_flush(&cache);
+    REQUIRE(cache.alloc.superblocks == 0);
+    bx_blockalloc_destroy(&cache.alloc);
+}

@@ -88,3 +88,30 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
         bx_blockalloc_destroy(&bc.alloc);
     }
 }
+
+TEST_CASE("cached block allocator: a decay tick flushes only a cache nothing was taken from since the last one", "[blockcache]") {
+    bx_sizeclass_init();
+    uint32_t size = bx_medium_size[bx_medium_bins - 1];
+    bx_blockcache_t bc;
+    bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, 1, UINT32_MAX, 0);
+    std::vector<char *> blocks;
+    for (int i = 0; i < 4; i++) blocks.push_back(static_cast<char *>(bx_blockcache_alloc(&bc, nullptr)));
+    for (char *p : blocks) bx_blockcache_free(&bc, sb_of(p), p);
+    REQUIRE(bc.count == 4);
+    // In use since the last tick: the blocks stay, so the bin's superblock is not handed to the
+    // node (and to another bin) only to be replaced by fresh pages.
+    bx_blockcache_decay(&bc);
+    REQUIRE(bc.count == 4);
+    REQUIRE(bc.alloc.superblocks == 1);
+    // A whole delay without a take: the next tick gives everything back.
+    bx_blockcache_decay(&bc);
+    REQUIRE(bc.count == 0);
+    REQUIRE(bc.alloc.superblocks == 0);
+    // A take re-arms it.
+    void *p = bx_blockcache_alloc(&bc, nullptr);
+    bx_blockcache_free(&bc, sb_of(p), p);
+    bx_blockcache_decay(&bc);
+    REQUIRE(bc.count == 1);
+    bx_blockcache_flush(&bc);
+    bx_blockalloc_destroy(&bc.alloc);
+}
