@@ -42,7 +42,7 @@ typedef struct bx_outbox_slot {
 
 /* The inbox: a ring of object addresses that batches are copied into (remote.h). A power
  * of two; its pages are touched only by a heap that receives remote frees. */
-#define BX_INBOX_SLOTS 4096u
+#define BX_INBOX_SLOTS 16384u
 
 typedef struct bx_heap {
     bx_bin_t small[BX_SMALL_BINS_MAX];
