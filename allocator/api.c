@@ -249,6 +249,12 @@ static BX_NOINLINE void free_slow(void *p) {
     free_resolved(&r);
 }
 
+/* A small object of another heap (or not a plain live one): out of line, so that the
+ * local path of free keeps no stack frame. */
+static BX_NOINLINE void free_foreign(bx_heap_t *h, bx_block_t *blk, void *p) {
+    if (!bx_heap_free_foreign_small(h, blk, p)) free_slow(p); /* h is NULL in checked mode */
+}
+
 BX_API void bobox_free(void *p) {
     if (BX_UNLIKELY(!p)) return;
     if (BX_LIKELY(bx_tag_of(bx_pagemap_get(p)) == BX_TAG_SMALL)) {
@@ -262,6 +268,9 @@ BX_API void bobox_free(void *p) {
                 bx_heap_free_small(h, blk, obj);
                 return;
             }
+        } else {
+            free_foreign(h, blk, p);
+            return;
         }
     }
     free_slow(p);

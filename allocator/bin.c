@@ -114,7 +114,11 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
     bx_block_push(blk, obj);
     b->frees++;
-    if (blk->list != BX_LIST_QUEUE) place(b, blk, cache);
+    if (blk->list == BX_LIST_QUEUE) return;
+    /* Move the block only when its list changes: it was full, it just passed half free,
+     * or it is entirely free (a drain frees many objects into one block). */
+    uint32_t free = bx_block_free_count(blk);
+    if (free == 1 || free == blk->capacity / 2u + 1 || blk->used == 0) place(b, blk, cache);
 }
 
 void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache) {

@@ -62,26 +62,25 @@ static bx_heap_t *heap_create(int node, int state) {
 
 /* ---- frees that bypass the chain stack ----------------------------------------------- */
 
-static size_t object_size(void *obj, uintptr_t entry) {
-    if (bx_tag_of(entry) == BX_TAG_SMALL) return bx_block_of(obj)->size;
-    return ((bx_superblock_t *)bx_span_of(entry))->block_size;
-}
-
 void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
     bx_superblock_t *sb = sbp;
     h->counters.medium_live_bytes -= sb->block_size;
     bx_blockcache_free((bx_blockcache_t *)sb->owner, sb, bx_sb_block(sb, index));
 }
 
-void bx_heap_free_direct(bx_heap_t *h, void *obj) {
+/* Returns the object's size, read before the free may give its block away. */
+static size_t drain_one(bx_heap_t *h, void *obj) {
     uintptr_t entry = bx_pagemap_get(obj);
     if (bx_tag_of(entry) == BX_TAG_SMALL) {
         bx_block_t *blk = bx_block_of(obj);
+        size_t size = blk->size;
         bx_bin_free_direct(&h->small[blk->bin], blk, obj, &h->small_blocks);
-    } else {
-        bx_superblock_t *sb = bx_span_of(entry);
-        bx_heap_free_medium(h, sb, bx_sb_index(sb, obj));
+        return size;
     }
+    bx_superblock_t *sb = bx_span_of(entry);
+    size_t size = sb->block_size;
+    bx_heap_free_medium(h, sb, bx_sb_index(sb, obj));
+    return size;
 }
 
 void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
@@ -90,13 +89,29 @@ void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
         bx_heap_drain(h);
 }
 
+#define DRAIN_STEP 64
+#define DRAIN_AHEAD 8
+
 void bx_heap_drain(bx_heap_t *h) {
-    void *obj = bx_remote_take(h);
     size_t bytes = 0;
+    void *buf[DRAIN_STEP];
+    uint32_t n;
+    /* Bounded by one inbox's worth, so senders that keep refilling it cannot hold us. */
+    for (uint32_t taken = 0; taken < BX_INBOX_SLOTS && (n = bx_remote_take_inbox(h, buf, DRAIN_STEP)); taken += n) {
+        /* The addresses are known up front: fetch objects and their block headers ahead,
+         * so that the misses overlap instead of coming one after another. */
+        for (uint32_t i = 0; i < n + DRAIN_AHEAD; i++) {
+            if (i < n) {
+                __builtin_prefetch(buf[i], 1);
+                __builtin_prefetch(bx_block_of(buf[i]), 1);
+            }
+            if (i >= DRAIN_AHEAD) bytes += drain_one(h, buf[i - DRAIN_AHEAD]);
+        }
+    }
+    void *obj = bx_remote_take(h);
     while (obj) {
-        void *next = *(void **)obj;
-        bytes += object_size(obj, bx_pagemap_get(obj));
-        bx_heap_free_direct(h, obj);
+        void *next = bx_link_get(obj);
+        bytes += drain_one(h, obj);
         obj = next;
     }
     if (bytes) atomic_fetch_sub_explicit(&h->remote_bytes, bytes, memory_order_relaxed);
@@ -161,17 +176,35 @@ static void after_push(bx_heap_t *owner, size_t waiting) {
     }
 }
 
-static void flush_slot(bx_outbox_slot_t *slot) {
+static BX_NOINLINE void flush_slot(bx_outbox_slot_t *slot) {
     if (!slot->count) return;
-    after_push(slot->to, bx_remote_push_chain(slot->to, slot->first, slot->last, slot->bytes));
+    after_push(slot->to, bx_remote_push_batch(slot->to, slot->objs, slot->count, slot->bytes));
     slot->to = NULL;
-    slot->first = slot->last = NULL;
     slot->count = 0;
     slot->bytes = 0;
 }
 
 void bx_heap_flush_outbox(bx_heap_t *h) {
     for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++) flush_slot(&h->outbox[i]);
+}
+
+/* Batches a free for `owner` in the outbox of `self`. */
+static inline void outbox_add(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
+    bx_outbox_slot_t *slot = &self->outbox[self->outbox_last];
+    if (slot->to != owner) {
+        slot = NULL;
+        for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++)
+            if (self->outbox[i].to == owner) slot = &self->outbox[i];
+        if (!slot) {
+            slot = &self->outbox[self->outbox_victim++ % BX_OUTBOX_SLOTS];
+            flush_slot(slot);
+            slot->to = owner;
+        }
+        self->outbox_last = (unsigned)(slot - self->outbox);
+    }
+    slot->objs[slot->count] = obj;
+    slot->bytes += size;
+    if (++slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES) flush_slot(slot);
 }
 
 void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
@@ -183,19 +216,23 @@ void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
         after_push(owner, bx_remote_push(owner, obj, size));
         return;
     }
-    bx_outbox_slot_t *slot = NULL;
-    for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++)
-        if (self->outbox[i].to == owner) slot = &self->outbox[i];
-    if (!slot) {
-        slot = &self->outbox[self->outbox_victim++ % BX_OUTBOX_SLOTS];
-        flush_slot(slot);
-        slot->to = owner;
-    }
-    *(void **)obj = slot->first;
-    if (!slot->first) slot->last = obj;
-    slot->first = obj;
-    slot->bytes += size;
-    if (++slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES) flush_slot(slot);
+    outbox_add(self, owner, obj, size);
+}
+
+bool bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *p) {
+    bx_heap_t *owner = blk->heap;
+    /* The checks of lookup(), in its order: fields that stay put while the block holds a
+     * live object, then the object's own state. */
+    if (BX_UNLIKELY(!self || owner == BX_BLOCK_NO_OWNER)) return false;
+    char *obj = bx_block_slot_fast(blk, p);
+    if (BX_UNLIKELY(obj != p || obj >= bx_block_bump(blk) || !bx_object_plain_live(obj))) return false;
+    bx_object_mark_free(obj);
+    self->counters.remote_frees++;
+    if (BX_UNLIKELY(owner->state != BX_HEAP_LIVE))
+        after_push(owner, bx_remote_push(owner, obj, blk->size));
+    else
+        outbox_add(self, owner, obj, blk->size);
+    return true;
 }
 
 /* ---- allocation ------------------------------------------------------------------------ */
@@ -365,9 +402,11 @@ static void fork_child(void) {
     bx_lock_reset(&registry_lock);
     /* Other threads' heaps may be mid-update: never touch them again (their memory
      * stays with them; frees into them still go to their remote lists safely). */
-    for (bx_heap_t *h = all_heaps; h; h = h->next_all)
+    for (bx_heap_t *h = all_heaps; h; h = h->next_all) {
+        bx_remote_after_fork(h);
         if (h != bx_tls_heap && (h->state == BX_HEAP_LIVE || h->state == BX_HEAP_RECLAIMING))
             h->state = BX_HEAP_LOST;
+    }
 }
 
 void bx_heap_global_init(void) { pthread_key_create(&exit_key, thread_exit); }

@@ -35,10 +35,14 @@ typedef struct bx_heap_counters {
 #define BX_OUTBOX_BYTES (64 * BX_KB)
 typedef struct bx_outbox_slot {
     struct bx_heap *to;
-    void *first, *last;
     uint32_t count;
     size_t bytes;
+    void *objs[BX_OUTBOX_BATCH];
 } bx_outbox_slot_t;
+
+/* The inbox: a ring of object addresses that batches are copied into (remote.h). A power
+ * of two; its pages are touched only by a heap that receives remote frees. */
+#define BX_INBOX_SLOTS 16384u
 
 typedef struct bx_heap {
     bx_bin_t small[BX_SMALL_BINS_MAX];
@@ -53,9 +57,13 @@ typedef struct bx_heap {
     uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */
     bx_outbox_slot_t outbox[BX_OUTBOX_SLOTS];
     unsigned outbox_victim;
+    unsigned outbox_last;           /* the slot used last: frees come in runs per owner */
     /* Written by other threads: kept off the owner's cache lines. */
     _Atomic(void *) remote __attribute__((aligned(64)));
     atomic_size_t remote_bytes;
+    _Atomic uint32_t inbox_tail;    /* next slot a sender reserves */
+    _Atomic uint32_t inbox_head __attribute__((aligned(64))); /* next slot the drain reads */
+    _Atomic(void *) inbox[BX_INBOX_SLOTS] __attribute__((aligned(64)));
 } bx_heap_t;
 
 extern BX_TLS bx_heap_t *bx_tls_heap;
@@ -87,11 +95,13 @@ static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) 
     if (BX_LIKELY(bx_bin_free_top(b, blk, obj))) return;
     bx_heap_free_new_chain(h, b, blk);
 }
-/* Frees that skip the chain stack: drained remote frees. */
-void bx_heap_free_direct(bx_heap_t *h, void *obj);
 
 /* Frees an object owned by heap `owner` from a thread that does not own it. */
 void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size);
+/* free() of p in a small block that heap `self` (the caller's, maybe NULL) does not own:
+ * the checks and the batching without a full lookup. False (nothing written) when p needs
+ * the slow path: no heap yet, not a plain live object, or not ours at all. */
+bool bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *p);
 /* Sends every batched free on to its heap. */
 void bx_heap_flush_outbox(bx_heap_t *h);
 /* Drains the remote list into the blocks (DESIGN §4: bypasses the chain stack). */

@@ -744,3 +744,67 @@ TEST_CASE("malloc/free from atexit handlers and main-thread TLS destructors at e
     REQUIRE(got.find('A') != std::string::npos);
     REQUIRE(got.size() == 2);
 }
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("remote frees past the owner's inbox while it sleeps: every object comes back", "[api][threads][remote]") {
+    // Another thread frees all of them while their owner waits: more batches than the
+    // owner's inbox holds, so they also take the list. Once awake, the owner's mallocs of
+    // the same sizes must reuse that memory, not map more.
+    constexpr int N = 60000;
+    std::vector<void *> objs(N);
+    std::vector<size_t> sizes(N);
+    std::mutex mu;
+    std::condition_variable cv;
+    int phase = 0;
+    std::atomic<long> bad{0};
+    size_t mapped_before = 0, mapped_after = 0;
+    get_stats_fn stats = get_stats_ptr();
+    if (!stats && !foreign_allowed()) FAIL("bobox_get_stats missing");
+    std::thread owner([&] {
+        Rng rng(77);
+        for (int i = 0; i < N; i++) {
+            size_t n = i % 300 == 0 ? kSmallMax + rng.below(100000) : 16 + rng.below(2000);
+            auto *p = static_cast<unsigned char *>(a_malloc(n));
+            if (!p) { bad++; continue; }
+            memset(p, i & 0xff, n < 64 ? n : 64);
+            objs[i] = p;
+            sizes[i] = n;
+        }
+        {
+            std::unique_lock<std::mutex> g(mu);
+            phase = 1;
+            cv.notify_all();
+            cv.wait(g, [&] { return phase == 2; });
+        }
+        struct bobox_stats s {};
+        if (stats) stats(&s);
+        mapped_before = s.mapped_bytes;
+        for (int i = 0; i < N; i++) {
+            objs[i] = a_malloc(sizes[i]);
+            if (!objs[i]) bad++;
+            else memset(objs[i], 1, sizes[i] < 64 ? sizes[i] : 64);
+        }
+        if (stats) stats(&s);
+        mapped_after = s.mapped_bytes;
+        for (void *p : objs) a_free(p);
+    });
+    {
+        std::unique_lock<std::mutex> g(mu);
+        cv.wait(g, [&] { return phase == 1; });
+    }
+    for (int i = 0; i < N; i++) {
+        auto *p = static_cast<unsigned char *>(objs[i]);
+        if (!p) continue;
+        if (p[0] != (i & 0xff) || p[sizes[i] < 64 ? sizes[i] - 1 : 63] != (i & 0xff)) bad++;
+        a_free(p);
+    }
+    {
+        std::lock_guard<std::mutex> g(mu);
+        phase = 2;
+    }
+    cv.notify_all();
+    owner.join();
+    REQUIRE(bad.load() == 0);
+    INFO("mapped before the second round " << mapped_before << ", after " << mapped_after);
+    if (stats) REQUIRE(mapped_after <= mapped_before + 16 * 1024 * 1024);
+}
