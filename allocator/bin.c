@@ -92,7 +92,7 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
     bx_chain_t *top = b->chains.top;
-    if (top && top->block->used == 0) unref(b, bx_chainstack_pop(&b->chains), cache);
+    if (top->block && top->block->used == 0) unref(b, bx_chainstack_pop(&b->chains), cache);
     enqueue(b, blk, 1);
     uint32_t bound = bx_bin_bound(b);
     while (b->chains.len > bound) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
@@ -152,6 +152,7 @@ bool bx_bin_check(const bx_bin_t *b) {
         if (refs != blk->chain_refs || counted > bx_block_free_count(blk)) return false;
     }
     if (cs->len && cs->top != &cs->ring[(cs->oldest + cs->len - 1) & cs->mask]) return false;
-    if (!cs->len && cs->top) return false;
+    if (!cs->len && cs->top != &bx_chain_none) return false;
+    if (bx_chain_none.block || bx_chain_none.count) return false; /* someone wrote the shared empty top */
     return true;
 }

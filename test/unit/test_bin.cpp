@@ -128,7 +128,7 @@ TEST_CASE("bin: refill prefers almost-full, then almost-empty, then a new block"
     REQUIRE(b->list == BX_LIST_ALMOST_FULL);
     REQUIRE(c->list == BX_LIST_ALMOST_EMPTY);
     REQUIRE(a->list == BX_LIST_FULL);
-    REQUIRE(f.bin.chains.top == nullptr);
+    REQUIRE(bx_chainstack_empty(&f.bin.chains));
     char *p = static_cast<char *>(f.alloc());
     REQUIRE(bx_block_of(p) == b);
     REQUIRE(b->list == BX_LIST_FULL); // its one chain used up
