@@ -98,6 +98,13 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     while (b->chains.len > bound) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
 }
 
+bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache) {
+    bx_block_t *blk = b->chains.top->block;
+    if (!blk || blk->used != 0) return false;
+    unref(b, bx_chainstack_pop(&b->chains), cache);
+    return true;
+}
+
 void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap) {
     bx_block_t *blk = b->lists[BX_LIST_ALMOST_FULL];
     if (!blk) blk = b->lists[BX_LIST_ALMOST_EMPTY];

@@ -41,6 +41,9 @@ void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache);
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache);
 /* A free that bypasses the chain stack (frees from other threads, DESIGN §4). */
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache);
+/* Drops the top chain if its block is entirely free (the block goes back to the cache when
+ * no other record names it); true if it did. */
+bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache);
 /* Drops every chain: blocks go to their lists, entirely free ones back to the cache. */
 void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache);
 /* Validates chains, lists and counts; false on any inconsistency. */
