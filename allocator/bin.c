@@ -88,14 +88,29 @@ static void enqueue(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
     bx_chainstack_push(&b->chains, blk, count);
 }
 
+/* chains.len > bx_bin_bound(b), without its division: len > floor(2a / p) iff len * p > 2a.
+ * This runs on most frees of a program that frees in random order. */
+static bool over_bound(const bx_bin_t *b) {
+    uint32_t len = b->chains.len;
+    if (len <= BX_MIN_CHAINS) return false;
+    if (len > b->max_chains) return true;
+    return (size_t)len * b->per_block > 2 * bx_bin_allocated(b);
+}
+
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
     bx_chain_t *top = b->chains.top;
-    if (top && top->block->used == 0) unref(b, bx_chainstack_pop(&b->chains), cache);
+    if (top->block && top->block->used == 0) unref(b, bx_chainstack_pop(&b->chains), cache);
     enqueue(b, blk, 1);
-    uint32_t bound = bx_bin_bound(b);
-    while (b->chains.len > bound) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
+    while (over_bound(b)) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
+}
+
+bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache) {
+    bx_block_t *blk = b->chains.top->block;
+    if (!blk || blk->used != 0) return false;
+    unref(b, bx_chainstack_pop(&b->chains), cache);
+    return true;
 }
 
 void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap) {
@@ -157,6 +172,7 @@ bool bx_bin_check(const bx_bin_t *b) {
         if (refs != blk->chain_refs || counted > bx_block_free_count(blk)) return false;
     }
     if (cs->len && cs->top != &cs->ring[(cs->oldest + cs->len - 1) & cs->mask]) return false;
-    if (!cs->len && cs->top) return false;
+    if (!cs->len && cs->top != &bx_chain_none) return false;
+    if (bx_chain_none.block || bx_chain_none.count) return false; /* someone wrote the shared empty top */
     return true;
 }

@@ -41,6 +41,9 @@ void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache);
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache);
 /* A free that bypasses the chain stack (frees from other threads, DESIGN §4). */
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache);
+/* Drops the top chain if its block is entirely free (the block goes back to the cache when
+ * no other record names it); true if it did. */
+bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache);
 /* Drops every chain: blocks go to their lists, entirely free ones back to the cache. */
 void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache);
 /* Validates chains, lists, counts and every block (bx_block_check); false on any inconsistency. */
@@ -52,8 +55,9 @@ __attribute__((returns_nonnull)) void *bx_bin_chain_exhausted_ret(bx_bin_t *b, b
 /* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path". */
 static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
     bx_chain_t *top = b->chains.top;
-    if (BX_UNLIKELY(!top)) return NULL;
-    void *obj = bx_block_pop(top->block);
+    bx_block_t *blk = top->block;
+    if (BX_UNLIKELY(!blk)) return NULL; /* empty: bx_chain_none */
+    void *obj = bx_block_pop(blk);
     b->allocs++;
     if (BX_UNLIKELY(--top->count == 0)) return bx_bin_chain_exhausted_ret(b, cache, obj);
     return obj;
@@ -65,7 +69,7 @@ static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_push(blk, obj);
     b->frees++;
     bx_chain_t *top = b->chains.top;
-    if (BX_LIKELY(top && top->block == blk)) {
+    if (BX_LIKELY(top->block == blk)) {
         top->count++;
         return true;
     }

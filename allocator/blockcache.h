@@ -30,6 +30,10 @@ void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag
                         uint32_t bound, uint32_t max_blocks, int node);
 /* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. */
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out);
+/* True when the next block would be memory never handed out (untouched pages). */
+static inline bool bx_blockcache_would_grow(const bx_blockcache_t *bc) {
+    return !bc->head && (bc->alloc.count == 0 || !bc->alloc.heap[0]->free);
+}
 /* Takes back a block of superblock sb. */
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
 /* The superblock holding a block (a pagemap lookup). */

@@ -18,12 +18,18 @@ typedef struct bx_chain {
 } bx_chain_t;
 
 typedef struct bx_chainstack {
-    bx_chain_t *top;  /* newest record, NULL when empty: all the fast paths read */
+    bx_chain_t *top;  /* newest record, &bx_chain_none when empty: all the fast paths read */
     bx_chain_t *ring; /* mask + 1 records */
     uint32_t mask;
     uint32_t oldest;  /* ring index of the oldest record */
     uint32_t len;     /* records held */
 } bx_chainstack_t;
+
+/* The top of an empty stack: no block, a count of 0, never written. A free compares its
+ * block with top->block and an allocation tests the block pointer it loads anyway, so
+ * neither fast path tests top for NULL. */
+extern bx_chain_t bx_chain_none __attribute__((visibility("hidden")));
+static inline bool bx_chainstack_empty(const bx_chainstack_t *cs) { return cs->len == 0; }
 
 /* Records a ring needs to hold up to `max_chains` chains plus the one being pushed. */
 static inline uint32_t bx_chainstack_ring_size(uint32_t max_chains) {

@@ -248,14 +248,26 @@ void bx_heap_tick(bx_heap_t *h) {
     bx_large_purge(false);
 }
 
+/* A bin that frees into one block never starts a new chain, so when that block empties it
+ * stays the bin's top chain. Before a refill cuts fresh memory, such blocks of other bins go
+ * back to the cache for it: a scan of the bins, paid only when the heap would touch new
+ * pages. */
+static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
+    for (unsigned i = 0; i < bx_small_bins; i++)
+        if (&h->small[i] != except) bx_bin_release_empty_top(&h->small[i], &h->small_blocks);
+}
+
 void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
     bx_heap_tick(h);
+    bx_bin_t *b = &h->small[bin];
     if (bx_remote_pending(h)) {
         bx_heap_drain(h);
-        void *p = bx_bin_alloc(&h->small[bin], &h->small_blocks);
+        void *p = bx_bin_alloc(b, &h->small_blocks);
         if (p) return p;
     }
-    void *p = bx_bin_refill_alloc(&h->small[bin], &h->small_blocks, h);
+    if (!b->lists[BX_LIST_ALMOST_FULL] && !b->lists[BX_LIST_ALMOST_EMPTY] && bx_blockcache_would_grow(&h->small_blocks))
+        reclaim_empty_tops(h, b);
+    void *p = bx_bin_refill_alloc(b, &h->small_blocks, h);
     /* Checked mode: the whole block a new chain starts on, once per refill. */
     if (BX_UNLIKELY(bx_options.check) && p) bx_checked_block(bx_block_of(p));
     return p;

@@ -128,7 +128,7 @@ TEST_CASE("bin: refill prefers almost-full, then almost-empty, then a new block"
     REQUIRE(b->list == BX_LIST_ALMOST_FULL);
     REQUIRE(c->list == BX_LIST_ALMOST_EMPTY);
     REQUIRE(a->list == BX_LIST_FULL);
-    REQUIRE(f.bin.chains.top == nullptr);
+    REQUIRE(bx_chainstack_empty(&f.bin.chains));
     char *p = static_cast<char *>(f.alloc());
     REQUIRE(bx_block_of(p) == b);
     REQUIRE(b->list == BX_LIST_FULL); // its one chain used up
@@ -184,4 +184,28 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     bx_blockcache_flush(&cache);
     REQUIRE(cache.alloc.superblocks == 0);
     bx_blockalloc_destroy(&cache.alloc);
+}
+
+TEST_CASE("bin: an entirely free top block can be taken back for another bin", "[bin]") {
+    BinFixture f(4);
+    std::vector<char *> objs;
+    for (int i = 0; i < 10; i++) objs.push_back(static_cast<char *>(f.alloc()));
+    bx_block_t *blk = bx_block_of(objs[0]);
+    REQUIRE(!bx_bin_release_empty_top(&f.bin, &f.cache)); // objects still live in it
+    for (char *p : objs) f.free_local(p);
+    // Frees never left the block, so it is still the top chain, entirely free.
+    REQUIRE(f.bin.chains.len == 1);
+    REQUIRE(f.bin.chains.top->block == blk);
+    REQUIRE(blk->used == 0);
+    uint32_t cached = f.cache.count;
+    REQUIRE(bx_bin_release_empty_top(&f.bin, &f.cache));
+    REQUIRE(bx_chainstack_empty(&f.bin.chains));
+    REQUIRE(f.cache.count == cached + 1);
+    REQUIRE(f.cache.head == blk);
+    REQUIRE(!bx_bin_release_empty_top(&f.bin, &f.cache)); // nothing left to give
+    REQUIRE(bx_bin_check(&f.bin));
+    // The bin still works: its next allocation refills from the cache.
+    char *p = static_cast<char *>(f.alloc());
+    REQUIRE(bx_block_of(p) == blk);
+    f.free_local(p);
 }

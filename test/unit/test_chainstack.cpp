@@ -30,9 +30,12 @@ TEST_CASE("chain stack: push, pop, drop oldest match a deque", "[chainstack]") {
         }
         REQUIRE(cs.len == model.size());
         if (model.empty()) {
-            REQUIRE(cs.top == nullptr);
+            // The empty top: no block, no objects, never written.
+            REQUIRE(cs.top == &bx_chain_none);
+            REQUIRE(cs.top->block == nullptr);
+            REQUIRE(cs.top->count == 0);
         } else {
-            REQUIRE(cs.top != nullptr);
+            REQUIRE(cs.top != &bx_chain_none);
             REQUIRE(cs.top->block == model.back().first);
             REQUIRE(cs.top->count == model.back().second);
         }
