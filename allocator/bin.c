@@ -22,7 +22,8 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
 }
 
 uint32_t bx_bin_bound(const bx_bin_t *b) {
-    size_t bound = 2 * bx_bin_allocated(b) / b->per_block;
+    /* Frees of other heaps' objects kept here can outnumber this bin's allocations. */
+    size_t bound = b->allocs > b->frees ? 2 * bx_bin_allocated(b) / b->per_block : 0;
     if (bound < BX_MIN_CHAINS) return BX_MIN_CHAINS;
     return bound > b->max_chains ? b->max_chains : (uint32_t)bound;
 }
@@ -67,7 +68,21 @@ static void place(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
 }
 
 static void unref(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
-    if (--blk->chain_refs == 0) place(b, blk, cache);
+    if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) place(b, blk, cache);
+}
+
+/* Drops the oldest chain. A keep block's objects are all counted by its chains (any of
+ * them will do: they are interchangeable), so as many as the chain counted go home. */
+static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
+    uint32_t count = b->chains.ring[b->chains.oldest].count;
+    bx_block_t *blk = bx_chainstack_drop_oldest(&b->chains);
+    if (BX_UNLIKELY(bx_block_is_keep(blk))) {
+        blk->chain_refs--;
+        b->frees -= count; /* they were never this bin's */
+        bx_bin_keep_send_home(blk, count);
+        return;
+    }
+    unref(b, blk, cache);
 }
 
 void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache) {
@@ -91,7 +106,7 @@ static void enqueue(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     enqueue(b, blk, 1);
     uint32_t bound = bx_bin_bound(b);
-    while (b->chains.len > bound) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
+    while (b->chains.len > bound) drop_oldest(b, cache);
 }
 
 void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap) {
@@ -118,7 +133,7 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t
 }
 
 void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache) {
-    while (b->chains.len) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
+    while (b->chains.len) drop_oldest(b, cache);
 }
 
 bool bx_bin_check(const bx_bin_t *b) {

@@ -44,16 +44,27 @@ typedef struct bx_outbox_slot {
  * of two; its pages are touched only by a heap that receives remote frees. */
 #define BX_INBOX_SLOTS 16384u
 
+/* Small objects of other heaps that this thread freed are kept for its own next mallocs
+ * (they are in this CPU's cache): pushed onto a keep block, one per bin, that takes part
+ * in the chain stack like a real block. At most this much per bin, only for sizes the
+ * thread allocates, and never objects from another NUMA node. */
+#define BX_KEEP_BYTES (16 * BX_KB)
+#define BX_KEEP_MIN 4
+#define BX_KEEP_MAX 64
+
 typedef struct bx_heap {
-    bx_bin_t small[BX_SMALL_BINS_MAX];
-    bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
-    bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
-    bx_heap_counters_t counters;
+    /* Read by other threads' frees: on a line of their own, never written on a hot path. */
     int node;
-    _Atomic int state;              /* enum bx_heap_state; read by other threads' frees */
+    _Atomic int state;              /* enum bx_heap_state */
     struct bx_heap *next_all;       /* every heap, for stats and fork */
     struct bx_heap *next_abandoned;
     size_t map_size;
+    bx_bin_t small[BX_SMALL_BINS_MAX] __attribute__((aligned(128)));
+    bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
+    bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
+    bx_heap_counters_t counters;
+    bx_block_t keep[BX_SMALL_BINS_MAX] __attribute__((aligned(64)));
+    uint16_t keep_limit[BX_SMALL_BINS_MAX];
     uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */
     bx_outbox_slot_t outbox[BX_OUTBOX_SLOTS];
     unsigned outbox_victim;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include "api.h"
 
@@ -81,4 +82,17 @@ TEST_CASE("free of stack, interior and double-freed pointers aborts with a messa
                  (size > (1u << 20) && err3.find("free(): invalid pointer") != std::string::npos)));
         a_free(p); // the parent's copy is untouched
     }
+}
+
+TEST_CASE("a double free of an object kept by the thread that freed it aborts", "[api][invalid][remote]") {
+    auto [sig, err] = in_child([] {
+        a_free(a_malloc(100)); // this thread allocates objects of the size: it keeps them
+        void *p = nullptr;
+        std::thread([&] { p = a_malloc(100); }).join();
+        a_free(p);
+        a_free(p);
+    });
+    INFO("stderr: " << err);
+    REQUIRE(sig == SIGABRT);
+    REQUIRE(err.find("free(): double free") != std::string::npos);
 }
