@@ -275,7 +275,10 @@ static BX_NOINLINE void free_slow(void *p, const char *caller) {
 /* A small object of another heap (or not a plain live one): out of line, so that the
  * local path of free keeps no stack frame. */
 static BX_NOINLINE void free_foreign(bx_heap_t *h, bx_block_t *blk, void *p) {
-    if (!bx_heap_free_foreign_small(h, blk, p)) free_slow(p, "free(): invalid pointer");
+    if (BX_LIKELY(bx_heap_foreign_small_ok(h, blk, p)))
+        bx_heap_free_foreign_small(h, blk, p);
+    else
+        free_slow(p, "free(): invalid pointer");
 }
 
 BX_API void bobox_free(void *p) {

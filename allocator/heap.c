@@ -221,32 +221,33 @@ void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
 }
 
 /* A freed small object of another heap goes to its owner: batched while the owner lives. */
-static void send_home(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
+static BX_NOINLINE void send_home(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
     if (BX_UNLIKELY(owner->state != BX_HEAP_LIVE))
         after_push(owner, bx_remote_push(owner, obj, size));
     else
         outbox_add(self, owner, obj, size);
 }
 
-bool bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *p) {
+void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     bx_heap_t *owner = blk->heap;
-    /* The checks of lookup(), in its order: fields that stay put while the block holds a
-     * live object, then the object's own state. */
-    if (BX_UNLIKELY(!self || owner == BX_BLOCK_NO_OWNER)) return false;
-    char *obj = bx_block_slot_fast(blk, p);
-    if (BX_UNLIKELY(obj != p || obj >= bx_block_bump(blk) || !bx_object_plain_live(obj))) return false;
     bx_object_mark_free(obj);
     self->counters.remote_frees++;
     unsigned bin = blk->bin;
     bx_block_t *keep = &self->keep[bin];
+    bx_bin_t *b = &self->small[bin];
     /* Only for a size this thread allocates itself: a thread that only frees keeps nothing. */
-    if (BX_LIKELY(bx_block_free_count(keep) < self->keep_limit[bin] && self->small[bin].allocs &&
-                  owner->node == self->node)) {
-        bx_bin_free(&self->small[bin], keep, obj, &self->small_blocks);
-        return true;
+    if (BX_LIKELY(bx_block_free_count(keep) < self->keep_limit[bin] && b->allocs && owner->node == self->node)) {
+        bx_block_push(keep, obj);
+        b->frees++;
+        bx_chain_t *top = b->chains.top;
+        if (BX_LIKELY(top && top->block == keep)) {
+            top->count++;
+            return;
+        }
+        bx_bin_new_chain(b, keep, &self->small_blocks); /* the tail calls need no frame */
+        return;
     }
     send_home(self, owner, obj, blk->size);
-    return true;
 }
 
 void bx_bin_keep_send_home(bx_block_t *keep, uint32_t n) {

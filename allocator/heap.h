@@ -104,10 +104,16 @@ static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) 
 
 /* Frees an object owned by heap `owner` from a thread that does not own it. */
 void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size);
-/* free() of p in a small block that heap `self` (the caller's, maybe NULL) does not own:
- * the checks and the batching without a full lookup. False (nothing written) when p needs
- * the slow path: no heap yet, not a plain live object, or not ours at all. */
-bool bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *p);
+/* Whether free(p) of a small block that heap `self` (the caller's, maybe NULL) does not own
+ * can skip the full lookup: the checks of lookup(), in its order (fields that stay put while
+ * the block holds a live object, then the object's own state). False: the slow path. */
+static inline bool bx_heap_foreign_small_ok(const bx_heap_t *self, bx_block_t *blk, const void *p) {
+    if (BX_UNLIKELY(!self || blk->heap == BX_BLOCK_NO_OWNER)) return false;
+    char *obj = bx_block_slot_fast(blk, p);
+    return obj == p && obj < bx_block_bump(blk) && bx_object_plain_live(obj);
+}
+/* Frees a plain live small object of another heap (checked with the above). */
+void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj);
 /* Sends every batched free on to its heap. */
 void bx_heap_flush_outbox(bx_heap_t *h);
 /* Drains the remote list into the blocks (DESIGN §4: bypasses the chain stack). */
