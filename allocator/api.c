@@ -252,7 +252,10 @@ static BX_NOINLINE void free_slow(void *p) {
 /* A small object of another heap (or not a plain live one): out of line, so that the
  * local path of free keeps no stack frame. */
 static BX_NOINLINE void free_foreign(bx_heap_t *h, bx_block_t *blk, void *p) {
-    if (!bx_heap_free_foreign_small(h, blk, p)) free_slow(p); /* h is NULL in checked mode */
+    if (BX_LIKELY(bx_heap_foreign_small_ok(h, blk, p)))
+        bx_heap_free_foreign_small(h, blk, p);
+    else
+        free_slow(p); /* also every free in checked mode, where h is NULL */
 }
 
 BX_API void bobox_free(void *p) {

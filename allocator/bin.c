@@ -22,7 +22,8 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
 }
 
 uint32_t bx_bin_bound(const bx_bin_t *b) {
-    size_t bound = 2 * bx_bin_allocated(b) / b->per_block;
+    /* Frees of other heaps' objects kept here can outnumber this bin's allocations. */
+    size_t bound = b->allocs > b->frees ? 2 * bx_bin_allocated(b) / b->per_block : 0;
     if (bound < BX_MIN_CHAINS) return BX_MIN_CHAINS;
     return bound > b->max_chains ? b->max_chains : (uint32_t)bound;
 }
@@ -67,7 +68,21 @@ static void place(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
 }
 
 static void unref(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
-    if (--blk->chain_refs == 0) place(b, blk, cache);
+    if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) place(b, blk, cache);
+}
+
+/* Drops the oldest chain. A keep block's objects are all counted by its chains (any of
+ * them will do: they are interchangeable), so as many as the chain counted go home. */
+static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
+    uint32_t count = b->chains.ring[b->chains.oldest].count;
+    bx_block_t *blk = bx_chainstack_drop_oldest(&b->chains);
+    if (BX_UNLIKELY(bx_block_is_keep(blk))) {
+        blk->chain_refs--;
+        b->frees -= count; /* they were never this bin's */
+        bx_bin_keep_send_home(blk, count);
+        return;
+    }
+    unref(b, blk, cache);
 }
 
 void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache) {
@@ -94,21 +109,23 @@ static bool over_bound(const bx_bin_t *b) {
     uint32_t len = b->chains.len;
     if (len <= BX_MIN_CHAINS) return false;
     if (len > b->max_chains) return true;
-    return (size_t)len * b->per_block > 2 * bx_bin_allocated(b);
+    /* Frees of other heaps' objects kept here can outnumber this bin's allocations. */
+    size_t allocated = b->allocs > b->frees ? bx_bin_allocated(b) : 0;
+    return (size_t)len * b->per_block > 2 * allocated;
 }
 
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
     bx_chain_t *top = b->chains.top;
-    if (top->block && top->block->used == 0) unref(b, bx_chainstack_pop(&b->chains), cache);
+    if (top->block && top->block->used == 0 && !bx_block_is_keep(top->block)) unref(b, bx_chainstack_pop(&b->chains), cache);
     enqueue(b, blk, 1);
-    while (over_bound(b)) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
+    while (over_bound(b)) drop_oldest(b, cache);
 }
 
 bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache) {
     bx_block_t *blk = b->chains.top->block;
-    if (!blk || blk->used != 0) return false;
+    if (!blk || blk->used != 0 || bx_block_is_keep(blk)) return false;
     unref(b, bx_chainstack_pop(&b->chains), cache);
     return true;
 }
@@ -137,7 +154,7 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t
 }
 
 void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache) {
-    while (b->chains.len) unref(b, bx_chainstack_drop_oldest(&b->chains), cache);
+    while (b->chains.len) drop_oldest(b, cache);
 }
 
 bool bx_bin_check(const bx_bin_t *b) {
@@ -160,7 +177,8 @@ bool bx_bin_check(const bx_bin_t *b) {
     for (uint32_t i = 0; i < cs->len; i++) {
         const bx_chain_t *rec = &cs->ring[(cs->oldest + i) & cs->mask];
         const bx_block_t *blk = rec->block;
-        if (blk->list != BX_LIST_QUEUE || rec->count == 0 || blk->bin != b->index || !bx_block_check(blk)) return false;
+        if (blk->list != BX_LIST_QUEUE || rec->count == 0 || blk->bin != b->index) return false;
+        if (!bx_block_is_keep(blk) && !bx_block_check(blk)) return false;
         uint32_t refs = 0, counted = 0;
         for (uint32_t j = 0; j < cs->len; j++) {
             const bx_chain_t *other = &cs->ring[(cs->oldest + j) & cs->mask];

@@ -24,6 +24,12 @@ typedef struct bx_bin {
     uint32_t list_len[BX_LIST_COUNT];
 } __attribute__((aligned(128))) bx_bin_t; /* a power of two: the bin index is one shift */
 
+/* A keep block (heap.h) stands in chains for objects of other heaps that this thread
+ * freed: no real block in a chain lacks an owner. */
+static inline bool bx_block_is_keep(const bx_block_t *blk) { return blk->heap == BX_BLOCK_NO_OWNER; }
+/* Takes n objects off a keep block and sends them to their owners (heap.c). */
+void bx_bin_keep_send_home(bx_block_t *keep, uint32_t n);
+
 /* Objects of the bin handed out and not yet freed. */
 static inline size_t bx_bin_allocated(const bx_bin_t *b) { return b->allocs - b->frees; }
 

@@ -45,6 +45,14 @@ static bx_heap_t *heap_create(int node, int state) {
         uint32_t n = bx_bin_ring_size(bx_small_size[i]);
         bx_bin_init(&h->small[i], i, bx_small_size[i], ring, n);
         ring += n;
+        bx_block_t *k = &h->keep[i];
+        k->heap = BX_BLOCK_NO_OWNER;
+        k->size = bx_small_size[i];
+        k->bin = (uint8_t)i;
+        k->capacity = k->used = UINT16_MAX; /* free count: the objects it holds */
+        k->list = BX_LIST_QUEUE;            /* never on a block list */
+        uint32_t limit = (uint32_t)(BX_KEEP_BYTES / bx_small_size[i]);
+        h->keep_limit[i] = (uint16_t)(limit < BX_KEEP_MIN ? BX_KEEP_MIN : limit > BX_KEEP_MAX ? BX_KEEP_MAX : limit);
     }
     bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS,
                        UINT32_MAX, node);
@@ -121,6 +129,7 @@ void bx_heap_release_free(bx_heap_t *h) {
     bx_heap_flush_outbox(h);
     bx_heap_drain(h);
     for (unsigned i = 0; i < bx_small_bins; i++) bx_bin_flush(&h->small[i], &h->small_blocks);
+    bx_heap_flush_outbox(h); /* kept objects that the flush sent home */
     bx_blockcache_flush(&h->small_blocks);
     for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_flush(&h->medium[i]);
 }
@@ -219,20 +228,47 @@ void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
     outbox_add(self, owner, obj, size);
 }
 
-bool bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *p) {
+/* A freed small object of another heap goes to its owner: batched while the owner lives. */
+static BX_NOINLINE void send_home(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
+    if (BX_UNLIKELY(owner->state != BX_HEAP_LIVE))
+        after_push(owner, bx_remote_push(owner, obj, size));
+    else
+        outbox_add(self, owner, obj, size);
+}
+
+void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     bx_heap_t *owner = blk->heap;
-    /* The checks of lookup(), in its order: fields that stay put while the block holds a
-     * live object, then the object's own state. */
-    if (BX_UNLIKELY(!self || owner == BX_BLOCK_NO_OWNER)) return false;
-    char *obj = bx_block_slot_fast(blk, p);
-    if (BX_UNLIKELY(obj != p || obj >= bx_block_bump(blk) || !bx_object_plain_live(obj))) return false;
     bx_object_mark_free(obj);
     self->counters.remote_frees++;
-    if (BX_UNLIKELY(owner->state != BX_HEAP_LIVE))
-        after_push(owner, bx_remote_push(owner, obj, blk->size));
-    else
-        outbox_add(self, owner, obj, blk->size);
-    return true;
+    unsigned bin = blk->bin;
+    bx_block_t *keep = &self->keep[bin];
+    bx_bin_t *b = &self->small[bin];
+    /* Only for a size this thread allocates itself: a thread that only frees keeps nothing. */
+    if (BX_LIKELY(bx_block_free_count(keep) < self->keep_limit[bin] && b->allocs && owner->node == self->node)) {
+        bx_block_push(keep, obj);
+        b->frees++;
+        bx_chain_t *top = b->chains.top;
+        if (BX_LIKELY(top && top->block == keep)) {
+            top->count++;
+            return;
+        }
+        bx_bin_new_chain(b, keep, &self->small_blocks); /* the tail calls need no frame */
+        return;
+    }
+    send_home(self, owner, obj, blk->size);
+}
+
+void bx_bin_keep_send_home(bx_block_t *keep, uint32_t n) {
+    bx_heap_t *self = bx_tls_heap; /* NULL during the thread's own teardown */
+    while (n--) {
+        void *obj = bx_block_pop(keep);
+        bx_object_mark_free(obj); /* still free: a second free of it must be caught */
+        bx_block_t *blk = bx_block_of(obj);
+        if (self)
+            send_home(self, blk->heap, obj, blk->size);
+        else
+            after_push(blk->heap, bx_remote_push(blk->heap, obj, blk->size));
+    }
 }
 
 /* ---- allocation ------------------------------------------------------------------------ */

@@ -44,16 +44,27 @@ typedef struct bx_outbox_slot {
  * of two; its pages are touched only by a heap that receives remote frees. */
 #define BX_INBOX_SLOTS 16384u
 
+/* Small objects of other heaps that this thread freed are kept for its own next mallocs
+ * (they are in this CPU's cache): pushed onto a keep block, one per bin, that takes part
+ * in the chain stack like a real block. At most this much per bin, only for sizes the
+ * thread allocates, and never objects from another NUMA node. */
+#define BX_KEEP_BYTES (16 * BX_KB)
+#define BX_KEEP_MIN 4
+#define BX_KEEP_MAX 64
+
 typedef struct bx_heap {
-    bx_bin_t small[BX_SMALL_BINS_MAX];
-    bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
-    bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
-    bx_heap_counters_t counters;
+    /* Read by other threads' frees: on a line of their own, never written on a hot path. */
     int node;
-    _Atomic int state;              /* enum bx_heap_state; read by other threads' frees */
+    _Atomic int state;              /* enum bx_heap_state */
     struct bx_heap *next_all;       /* every heap, for stats and fork */
     struct bx_heap *next_abandoned;
     size_t map_size;
+    bx_bin_t small[BX_SMALL_BINS_MAX] __attribute__((aligned(128)));
+    bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
+    bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
+    bx_heap_counters_t counters;
+    bx_block_t keep[BX_SMALL_BINS_MAX] __attribute__((aligned(64)));
+    uint16_t keep_limit[BX_SMALL_BINS_MAX];
     uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */
     bx_outbox_slot_t outbox[BX_OUTBOX_SLOTS];
     unsigned outbox_victim;
@@ -98,10 +109,16 @@ static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) 
 
 /* Frees an object owned by heap `owner` from a thread that does not own it. */
 void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size);
-/* free() of p in a small block that heap `self` (the caller's, maybe NULL) does not own:
- * the checks and the batching without a full lookup. False (nothing written) when p needs
- * the slow path: no heap yet, not a plain live object, or not ours at all. */
-bool bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *p);
+/* Whether free(p) of a small block that heap `self` (the caller's, maybe NULL) does not own
+ * can skip the full lookup: the checks of lookup(), in its order (fields that stay put while
+ * the block holds a live object, then the object's own state). False: the slow path. */
+static inline bool bx_heap_foreign_small_ok(const bx_heap_t *self, bx_block_t *blk, const void *p) {
+    if (BX_UNLIKELY(!self || blk->heap == BX_BLOCK_NO_OWNER)) return false;
+    char *obj = bx_block_slot_fast(blk, p);
+    return obj == p && obj < bx_block_bump(blk) && bx_object_plain_live(obj);
+}
+/* Frees a plain live small object of another heap (checked with the above). */
+void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj);
 /* Sends every batched free on to its heap. */
 void bx_heap_flush_outbox(bx_heap_t *h);
 /* Drains the remote list into the blocks (DESIGN §4: bypasses the chain stack). */

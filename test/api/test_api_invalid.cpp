@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 #include "api.h"
 
@@ -194,4 +195,17 @@ TEST_CASE("checked mode: realloc keeps the contents and always moves", "[.checke
     REQUIRE(check(r, 60, 7) == SIZE_MAX);
     REQUIRE(a_usable(r) == 200000);
     a_free(r);
+}
+
+TEST_CASE("a double free of an object kept by the thread that freed it aborts", "[api][invalid][remote]") {
+    auto [sig, err] = in_child([] {
+        a_free(a_malloc(100)); // this thread allocates objects of the size: it keeps them
+        void *p = nullptr;
+        std::thread([&] { p = a_malloc(100); }).join();
+        a_free(p);
+        a_free(p);
+    });
+    INFO("stderr: " << err);
+    REQUIRE(sig == SIGABRT);
+    REQUIRE(err.find("free(): double free") != std::string::npos);
 }

@@ -808,3 +808,24 @@ TEST_CASE("remote frees past the owner's inbox while it sleeps: every object com
     INFO("mapped before the second round " << mapped_before << ", after " << mapped_after);
     if (stats) REQUIRE(mapped_after <= mapped_before + 16 * 1024 * 1024);
 }
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("an object freed by another thread is that thread's next malloc of the size", "[api][threads][remote]") {
+    // The freeing thread keeps other heaps' objects of sizes it allocates itself (they are
+    // in its cache) and hands them out first. A fresh thread: its keep lists are empty.
+    void *p = nullptr, *q = nullptr;
+    std::thread([&] {
+        a_free(a_malloc(100)); // this thread allocates objects of the size
+        std::thread([&] { p = a_malloc(100); }).join();
+        if (!p) return;
+        memset(p, 0x5a, 100);
+        a_free(p);
+        q = a_malloc(100);
+        if (q) memset(q, 1, 100);
+        a_free(q);
+    }).join();
+    REQUIRE(p);
+    // Checked mode keeps nothing: every free there goes through the checks of the slow path.
+    const char *checked = getenv("BOBOX_CHECK");
+    if (!foreign_allowed() && !(checked && !strcmp(checked, "1"))) REQUIRE(q == p);
+}
