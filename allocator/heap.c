@@ -289,8 +289,15 @@ void bx_heap_tick(bx_heap_t *h) {
  * back to the cache for it: a scan of the bins, paid only when the heap would touch new
  * pages. */
 static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
-    for (unsigned i = 0; i < bx_small_bins; i++)
-        if (&h->small[i] != except) bx_bin_release_empty_top(&h->small[i], &h->small_blocks);
+    for (unsigned i = 0; i < bx_small_bins; i++) {
+        bx_bin_t *b = &h->small[i];
+        /* Only bins that allocated nothing since the previous scan: the empty top of a bin
+         * that allocates and frees one object at a time is in use, and taking it would cycle
+         * blocks through the cache on every refill (merge sort: 1.17 s -> 1.55 s). */
+        bool idle = b->allocs == h->allocs_at_reclaim[i];
+        h->allocs_at_reclaim[i] = b->allocs;
+        if (b != except && idle) bx_bin_release_empty_top(b, &h->small_blocks);
+    }
 }
 
 void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {

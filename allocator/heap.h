@@ -61,6 +61,7 @@ typedef struct bx_heap {
     size_t map_size;
     bx_bin_t small[BX_SMALL_BINS_MAX] __attribute__((aligned(128)));
     bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
+    size_t allocs_at_reclaim[BX_SMALL_BINS_MAX]; /* each bin's allocs at the last empty-top scan */
     bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
     bx_heap_counters_t counters;
     bx_block_t keep[BX_SMALL_BINS_MAX] __attribute__((aligned(64)));
