@@ -237,14 +237,17 @@ static void free_resolved(bx_lookup_t *r) {
 }
 
 /* A live object's lookup, or an abort naming `op` ("free()") and what is wrong with p. */
-static inline __attribute__((always_inline)) bx_lookup_t lookup_live(const void *p, const char *op) {
-    bx_lookup_t r = BX_UNLIKELY(bx_options.check) ? bx_checked_lookup(p, op) : bx_lookup(p);
-    if (BX_UNLIKELY(!r.tag)) bx_fatalf("%s: %s %p", op, r.freed ? "double free" : "invalid pointer", p);
-    return r;
+static inline __attribute__((always_inline)) void lookup_live(const void *p, const char *op, bx_lookup_t *r) {
+    if (BX_UNLIKELY(bx_options.check))
+        bx_checked_lookup(p, op, r);
+    else
+        bx_lookup(p, r);
+    if (BX_UNLIKELY(!r->tag)) bx_fatalf("%s: %s %p", op, r->freed ? "double free" : "invalid pointer", p);
 }
 
 static BX_NOINLINE void free_slow(void *p) {
-    bx_lookup_t r = lookup_live(p, "free()");
+    bx_lookup_t r;
+    lookup_live(p, "free()", &r);
     if (BX_UNLIKELY(bx_options.check)) bx_checked_verify(&r, p, "free()");
     free_resolved(&r);
 }
@@ -282,7 +285,8 @@ BX_API void bobox_free(void *p) {
 BX_API void bobox_free_sized(void *p, size_t size) {
     if (BX_UNLIKELY(bx_options.check) && p) {
         /* C23: the size must be the one requested. */
-        bx_lookup_t r = lookup_live(p, "free_sized()");
+        bx_lookup_t r;
+        lookup_live(p, "free_sized()", &r);
         size_t requested = bx_checked_verify(&r, p, "free_sized()");
         if (size != requested)
             bx_fatalf("free_sized(): size %zu does not match the %zu bytes allocated at %p", size, requested, p);
@@ -298,7 +302,8 @@ BX_API void bobox_free_aligned_sized(void *p, size_t alignment, size_t size) {
 
 BX_API size_t bobox_malloc_usable_size(void *p) {
     if (!p) return 0;
-    bx_lookup_t r = lookup_live(p, "malloc_usable_size()");
+    bx_lookup_t r;
+    lookup_live(p, "malloc_usable_size()", &r);
     /* Checked: only the requested bytes, so that a program using them all keeps the canary. */
     if (BX_UNLIKELY(bx_options.check)) return bx_checked_verify(&r, p, "malloc_usable_size()");
     return r.usable;
@@ -306,7 +311,9 @@ BX_API size_t bobox_malloc_usable_size(void *p) {
 
 BX_API int bobox_owns(const void *p) {
     if (!p) return 0;
-    return bx_lookup(p).tag != 0;
+    bx_lookup_t r;
+    bx_lookup(p, &r);
+    return r.tag != 0;
 }
 
 BX_API void *bobox_realloc(void *p, size_t size) {
@@ -315,7 +322,8 @@ BX_API void *bobox_realloc(void *p, size_t size) {
         bobox_free(p);
         return NULL;
     }
-    bx_lookup_t r = lookup_live(p, "realloc()");
+    bx_lookup_t r;
+    lookup_live(p, "realloc()", &r);
     if (size > PTRDIFF_MAX) {
         errno = ENOMEM;
         return NULL;

@@ -50,13 +50,14 @@ static void check_next_free(const bx_lookup_t *r, const void *p, const char *op)
     }
 }
 
-bx_lookup_t bx_checked_lookup(const void *p, const char *op) {
+void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out) {
     check_headers(p, op);
-    return bx_lookup(p);
+    bx_lookup(p, out);
 }
 
 void *bx_checked_arm(void *p, size_t size) {
-    bx_lookup_t r = bx_checked_lookup(p, "malloc()");
+    bx_lookup_t r;
+    bx_checked_lookup(p, "malloc()", &r);
     if (!r.tag || r.usable < size + BX_CHECK_ROOM) bx_fatalf("malloc(): allocated object %p not found", p);
     check_next_free(&r, p, "malloc()");
     unsigned char *end = (unsigned char *)p + r.usable - sizeof(uintptr_t);
