@@ -290,6 +290,8 @@ BX_API void bobox_free_sized(void *p, size_t size) {
         size_t requested = bx_checked_verify(&r, p, "free_sized()");
         if (size != requested)
             bx_fatalf("free_sized(): size %zu does not match the %zu bytes allocated at %p", size, requested, p);
+        free_resolved(&r); /* verified: no second lookup through bobox_free */
+        return;
     }
     bobox_free(p);
 }
