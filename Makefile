@@ -8,8 +8,11 @@ WARN      := -Wall -Wextra -Werror
 CFLAGS    ?= -O2 -g
 CXXFLAGS  ?= -O2 -g
 # The allocator: hidden internals, initial-exec TLS (glibc's rule for a preloaded malloc).
+# No straight-line vectorising: it pairs a free object's two header words into a 16-byte
+# vector store, three more instructions on free's fast path.
 LIB_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude -Iallocator \
-              -fvisibility=hidden -ftls-model=initial-exec -fno-plt -fno-semantic-interposition
+              -fvisibility=hidden -ftls-model=initial-exec -fno-plt -fno-semantic-interposition \
+              -fno-tree-slp-vectorize
 TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -pthread -Iinclude -Iallocator -Itest
 
 ALLOC_SRCS := $(wildcard allocator/*.c)

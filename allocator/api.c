@@ -84,12 +84,12 @@ static BX_NOINLINE void *malloc_slow(size_t size) {
     return alloc_unchecked(size);
 }
 
-/* The hot path: the thread's fast-path heap (NULL in checked mode) and a small size. */
+/* The hot path: a small size, from the thread's fast-path bins (empty stand-ins when the
+ * thread has no heap and in checked mode). */
 static inline void *alloc_fast(size_t size) {
-    bx_heap_t *h = bx_tls_fast;
-    if (BX_LIKELY(h != NULL && size <= BX_SMALL_MAX))
-        return bx_bin_alloc(&h->small[bx_small_bin(size)], &h->small_blocks);
-    return NULL;
+    if (BX_UNLIKELY(size > BX_SMALL_MAX)) return NULL;
+    bx_bin_t *bins = bx_tls_bins;
+    return bx_bin_alloc((bx_bin_t *)((char *)bins + bx_small_bin_offset(size)), &bx_heap_of_bins(bins)->small_blocks);
 }
 
 BX_API void *bobox_malloc(size_t size) {
@@ -246,6 +246,7 @@ static inline __attribute__((always_inline)) void lookup_live(const void *p, con
 }
 
 static BX_NOINLINE void free_slow(void *p) {
+    if (!p) return;
     bx_lookup_t r;
     lookup_live(p, "free()", &r);
     if (BX_UNLIKELY(bx_options.check)) bx_checked_verify(&r, p, "free()");
@@ -262,16 +263,14 @@ static BX_NOINLINE void free_foreign(bx_heap_t *h, bx_block_t *blk, void *p) {
 }
 
 BX_API void bobox_free(void *p) {
-    if (BX_UNLIKELY(!p)) return;
-    if (BX_LIKELY(bx_tag_of(bx_pagemap_get(p)) == BX_TAG_SMALL)) {
+    /* NULL falls through to free_slow: no 64 KB chunk at address 0 is ever ours. */
+    if (BX_LIKELY(bx_is_small_entry(bx_pagemap_get(p)))) {
         bx_block_t *blk = bx_block_of(p);
         bx_heap_t *h = bx_tls_fast;
         if (BX_LIKELY(blk->heap == h)) {
-            /* p is an object handed out: at a slot boundary, below the bump pointer (so
-             * inside the block), and marked neither free nor aligned. */
-            char *obj = bx_block_slot_fast(blk, p);
-            if (BX_LIKELY(obj == p && obj < blk->bump && bx_object_plain_live(obj))) {
-                bx_heap_free_small(h, blk, obj);
+            /* p is an object handed out: a slot start, and marked neither free nor aligned. */
+            if (BX_LIKELY(bx_block_is_slot(blk, p) && bx_object_plain_live(p))) {
+                bx_heap_free_small(h, blk, p);
                 return;
             }
         } else {

@@ -118,14 +118,14 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
     bx_chain_t *top = b->chains.top;
-    if (top->block && top->block->used == 0 && !bx_block_is_keep(top->block)) unref(b, bx_chainstack_pop(&b->chains), cache);
+    if (!bx_chainstack_empty(&b->chains) && top->block->used == 0 && !bx_block_is_keep(top->block)) unref(b, bx_chainstack_pop(&b->chains), cache);
     enqueue(b, blk, 1);
     while (over_bound(b)) drop_oldest(b, cache);
 }
 
 bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache) {
     bx_block_t *blk = b->chains.top->block;
-    if (!blk || blk->used != 0 || bx_block_is_keep(blk)) return false;
+    if (bx_chainstack_empty(&b->chains) || blk->used != 0 || bx_block_is_keep(blk)) return false;
     unref(b, bx_chainstack_pop(&b->chains), cache);
     return true;
 }
@@ -191,6 +191,6 @@ bool bx_bin_check(const bx_bin_t *b) {
     }
     if (cs->len && cs->top != &cs->ring[(cs->oldest + cs->len - 1) & cs->mask]) return false;
     if (!cs->len && cs->top != &bx_chain_none) return false;
-    if (bx_chain_none.block || bx_chain_none.count) return false; /* someone wrote the shared empty top */
+    if (bx_chain_none.block != &bx_block_none || bx_chain_none.count || bx_block_none.free) return false; /* someone wrote the shared empty top */
     return true;
 }

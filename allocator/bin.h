@@ -11,6 +11,7 @@
 #include "block.h"
 #include "blockcache.h"
 #include "chainstack.h"
+#include "sizeclass.h"
 
 typedef struct bx_bin {
     bx_chainstack_t chains;
@@ -22,7 +23,8 @@ typedef struct bx_bin {
                            * difference is what the bound needs, the first is a statistic) */
     bx_block_t *lists[BX_LIST_COUNT]; /* heads of the full / almost full / almost empty lists */
     uint32_t list_len[BX_LIST_COUNT];
-} __attribute__((aligned(128))) bx_bin_t; /* a power of two: the bin index is one shift */
+} __attribute__((aligned(BX_SMALL_BIN_STRIDE))) bx_bin_t;
+BX_STATIC_ASSERT(sizeof(bx_bin_t) == BX_SMALL_BIN_STRIDE, "bins lie BX_SMALL_BIN_STRIDE apart (sizeclass.h)");
 
 /* A keep block (heap.h) stands in chains for objects of other heaps that this thread
  * freed: no real block in a chain lacks an owner. */
@@ -61,9 +63,8 @@ __attribute__((returns_nonnull)) void *bx_bin_chain_exhausted_ret(bx_bin_t *b, b
 /* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path". */
 static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
     bx_chain_t *top = b->chains.top;
-    bx_block_t *blk = top->block;
-    if (BX_UNLIKELY(!blk)) return NULL; /* empty: bx_chain_none */
-    void *obj = bx_block_pop(blk);
+    void *obj = bx_block_pop(top->block);
+    if (BX_UNLIKELY(!obj)) return NULL; /* the stack is empty */
     b->allocs++;
     if (BX_UNLIKELY(--top->count == 0)) return bx_bin_chain_exhausted_ret(b, cache, obj);
     return obj;

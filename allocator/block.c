@@ -1,14 +1,13 @@
 /* block.c - formatting small-object blocks. */
 #include "block.h"
 
-static uint32_t div_magic_for(uint32_t size) {
-    /* Exact for offsets below 64 KB: the rounding error stays under 1/size. */
-    return (uint32_t)((((uint64_t)1) << 32) / size + 1);
-}
+bx_block_t bx_block_none = {.heap = BX_BLOCK_NO_OWNER};
+
+static uint32_t div_magic_for(uint32_t size) { return (uint32_t)((((uint64_t)1) << 32) / size + 1); }
 
 void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size) {
     b->free = NULL;
-    b->bump = bx_block_first(b);
+    b->carved = b->slot_limit = 0;
     b->heap = heap;
     b->owner_bin = owner_bin;
     b->prev = b->next = NULL;
@@ -25,18 +24,19 @@ bool bx_block_check_header(const bx_block_t *b) {
     uint32_t size = b->size;
     if (size < BX_MIN_OBJECT || size > BX_SMALL_MAX || size % BX_ALIGNMENT) return false;
     if (b->capacity != (BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size || b->div_magic != div_magic_for(size)) return false;
-    const char *first = (const char *)b + BX_BLOCK_HEADER, *bump = bx_block_bump(b);
-    if (bump < first || bump > first + (size_t)b->capacity * size || (size_t)(bump - first) % size) return false;
+    /* Any thread may check: slot_limit alone, as free reads it (carved is the owner's). */
+    uint32_t limit = bx_block_slot_limit(b), step = bx_block_slot_step(b);
+    if (!step || limit % step || limit / step > b->capacity) return false;
     return b->used <= b->capacity && b->list < BX_LIST_COUNT;
 }
 
 bool bx_block_check_free_object(const bx_block_t *b, const void *obj) {
-    const char *first = (const char *)b + BX_BLOCK_HEADER, *o = obj;
-    return o >= first && o < bx_block_bump(b) && (size_t)(o - first) % b->size == 0 && bx_object_is_free(obj);
+    return bx_block_of(obj) == b && bx_block_is_slot(b, obj) && bx_object_is_free(obj);
 }
 
 bool bx_block_check(const bx_block_t *b) {
     if (!bx_block_check_header(b)) return false;
+    if (b->carved != bx_block_slot_limit(b) / bx_block_slot_step(b) * b->size) return false;
     uint32_t listed = 0;
     for (const void *obj = b->free; obj; obj = bx_link_get(obj))
         if (++listed > b->capacity || !bx_block_check_free_object(b, obj)) return false;

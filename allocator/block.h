@@ -28,12 +28,14 @@ enum bx_block_list {
 
 typedef struct bx_block {
     void *free;                  /* free objects, linked through their first word (mangled) */
-    char *bump;                  /* first object never handed out */
+    uint32_t carved;             /* bytes of slots from the first one that were handed out at
+                                  * least once: the rest were never used (a bump allocation) */
+    uint32_t slot_limit;         /* (slots carved) x bx_block_slot_step: bx_block_is_slot */
     struct bx_heap *heap;        /* owner; other threads' frees go to its remote list */
     struct bx_bin *owner_bin;    /* the owner's bin of this size: one load on local frees */
     struct bx_block *prev, *next;/* links of the list named by `list` */
     uint32_t size;               /* object size */
-    uint32_t div_magic;          /* (offset * div_magic) >> 32 == offset / size */
+    uint32_t div_magic;          /* floor(2^32 / size) + 1: quotients and divisibility by size */
     uint16_t used;               /* objects handed out and not freed */
     uint16_t capacity;           /* objects that fit */
     uint16_t chain_refs;         /* chain records naming this block */
@@ -43,11 +45,21 @@ typedef struct bx_block {
 
 BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
 
+/* The empty chain stack's block (chainstack.h): no free object, and no owner. */
+extern bx_block_t bx_block_none __attribute__((visibility("hidden")));
+
 static inline bx_block_t *bx_block_of(const void *p) {
     return (bx_block_t *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK);
 }
 static inline char *bx_block_first(bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER; }
-static inline char *bx_block_bump(const bx_block_t *b) { return __atomic_load_n(&b->bump, __ATOMIC_RELAXED); }
+/* Relaxed atomics: other threads' frees and checks read them (they only grow while the
+ * block holds live objects); plain moves on x86. */
+static inline uint32_t bx_block_carved(const bx_block_t *b) { return __atomic_load_n(&b->carved, __ATOMIC_RELAXED); }
+static inline uint32_t bx_block_slot_limit(const bx_block_t *b) { return __atomic_load_n(&b->slot_limit, __ATOMIC_RELAXED); }
+/* What slot_limit grows by per slot carved: div_magic x size - 2^32, from 1 to size. */
+static inline uint32_t bx_block_slot_step(const bx_block_t *b) { return b->div_magic * b->size; }
+/* The first slot never handed out (for the owner). */
+static inline char *bx_block_bump(const bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER + bx_block_carved(b); }
 static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32_t)(b->capacity - b->used); }
 
 /* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
@@ -61,55 +73,74 @@ bool bx_block_check_free_object(const bx_block_t *b, const void *obj);
 /* Header, every link of the free list, and the count of free objects. */
 bool bx_block_check(const bx_block_t *b);
 
+/* p's offset from the first slot, within 64 KB: addresses in the header wrap around to
+ * [64 KB - header, 64 KB), past every slot. */
+static inline uint32_t bx_block_offset(const void *p) {
+    return (uint16_t)((uintptr_t)p - BX_BLOCK_HEADER);
+}
+
 /* The start of the object slot containing p, or NULL if p is outside every slot. */
 static inline char *bx_block_object(bx_block_t *b, const void *p) {
-    if (BX_UNLIKELY((uintptr_t)p < (uintptr_t)bx_block_first(b))) return NULL;
-    uint32_t off = (uint32_t)((const char *)p - bx_block_first(b));
+    uint32_t off = bx_block_offset(p);
+    /* Exact for offsets below 64 KB: the rounding error of div_magic stays under 1/size. */
     uint32_t index = (uint32_t)(((uint64_t)off * b->div_magic) >> 32);
     if (BX_UNLIKELY(index >= b->capacity)) return NULL;
     return bx_block_first(b) + index * b->size;
 }
 
-/* Marks free small objects in their second word (as glibc's tcache key does), so a double
- * free costs one compare to catch. Random per process; zero in a handed-out object. */
-static inline bool bx_object_is_free(const void *obj) { return ((const uintptr_t *)obj)[1] == bx_free_key; }
-static inline void bx_object_mark_free(void *obj) { ((uintptr_t *)obj)[1] = bx_free_key; }
+/* Whether p is the start of a slot handed out at least once, with one multiply and one
+ * compare. For an offset o below 2^16 and sizes below 2^14, o x div_magic mod 2^32 is at
+ * least div_magic unless size divides o (Lemire, Kaser and Kurz, "Faster remainder by
+ * direct computation"), and is (o / size) x slot_step when it does. slot_limit, the slots
+ * carved times slot_step, stays below div_magic: the product is below it exactly for the
+ * carved slots. Checked for every size and offset by test_block.cpp. */
+BX_STATIC_ASSERT(BX_SMALL_MAX < (1u << 14) && BX_BLOCK_SIZE <= (1u << 16), "bx_block_is_slot's bounds");
+static inline bool bx_block_is_slot(const bx_block_t *b, const void *p) {
+    return bx_block_offset(p) * b->div_magic < bx_block_slot_limit(b);
+}
+
+/* A small object's second word is the free key (random per process, as glibc's tcache key)
+ * when it is free or the start of an over-allocated aligned object, and anything else when
+ * it is a plain live object: free's fast path tells them apart with one compare. The first
+ * word then says which: a free object's is a mangled link (top bit set, secret.h), an
+ * aligned object's is the address it handed out (a user-space pointer, top bit clear). */
+static inline bool bx_object_keyed(const void *obj) { return ((const uintptr_t *)obj)[1] == bx_free_key; }
+static inline bool bx_object_is_free(const void *obj) {
+    return bx_object_keyed(obj) && (intptr_t)((const uintptr_t *)obj)[0] < 0;
+}
+/* Free but on no block's list yet (on its way to its owner): a mangled null link. */
+static inline void bx_object_mark_free(void *obj) {
+    bx_link_set(obj, NULL);
+    ((uintptr_t *)obj)[1] = bx_free_key;
+}
 
 /* An over-allocated aligned object hands out an address inside itself; its first two
  * words (before that address) record which, so free() can tell it from a stray pointer. */
 static inline void bx_object_mark_aligned(void *obj, const void *handed_out) {
     ((uintptr_t *)obj)[0] = (uintptr_t)handed_out;
-    ((uintptr_t *)obj)[1] = ~bx_free_key;
+    ((uintptr_t *)obj)[1] = bx_free_key;
 }
-static inline bool bx_object_is_aligned(const void *obj) { return ((const uintptr_t *)obj)[1] == ~bx_free_key; }
+static inline bool bx_object_is_aligned(const void *obj) {
+    return bx_object_keyed(obj) && (intptr_t)((const uintptr_t *)obj)[0] >= 0;
+}
 static inline bool bx_object_handed_out(const void *obj, const void *p) {
     if (bx_object_is_aligned(obj)) return ((const uintptr_t *)obj)[0] == (uintptr_t)p;
     return obj == p;
 }
-/* Neither free nor the start of an over-allocated aligned object: one add and one compare
- * (the second word is the key for free objects and its complement for aligned ones). */
-static inline bool bx_object_plain_live(const void *obj) {
-    return (((const uintptr_t *)obj)[1] ^ bx_free_key) + 1 > 1;
-}
+/* Neither free nor the start of an over-allocated aligned object. */
+static inline bool bx_object_plain_live(const void *obj) { return !bx_object_keyed(obj); }
 
-/* The slot start for p, without range checks: only for comparing with p. A p below the
- * first slot or past the last one never equals the result within the block, or is at or
- * above the bump pointer. */
-static inline char *bx_block_slot_fast(bx_block_t *b, const void *p) {
-    uint32_t off = (uint32_t)((const char *)p - bx_block_first(b));
-    return bx_block_first(b) + (uint32_t)(((uint64_t)off * b->div_magic) >> 32) * b->size;
-}
-
-/* Takes one free object; the caller knows one exists (a chain counts it). */
+/* Takes one free object; the caller knows one exists (a chain counts it), except for the
+ * empty stack's stand-in block (chainstack.h), which gives NULL. */
 static inline void *bx_block_pop(bx_block_t *b) {
     void *obj = b->free;
     if (BX_LIKELY(obj != NULL)) {
         b->free = bx_link_get(obj);
     } else {
-        /* Relaxed atomic: other threads' frees compare with it (it only grows while the
-         * block holds live objects); a plain move on x86. */
-        obj = b->bump;
-        __atomic_store_n(&b->bump, b->bump + b->size, __ATOMIC_RELAXED);
+        if (BX_UNLIKELY(b == &bx_block_none)) return NULL;
+        obj = bx_block_bump(b);
+        __atomic_store_n(&b->carved, b->carved + b->size, __ATOMIC_RELAXED);
+        __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
     }
     ((uintptr_t *)obj)[1] = 0;
     b->used++;
@@ -117,8 +148,9 @@ static inline void *bx_block_pop(bx_block_t *b) {
 }
 
 static inline void bx_block_push(bx_block_t *b, void *obj) {
+    uintptr_t key = bx_free_key; /* read before the link store, which could alias it */
     bx_link_set(obj, b->free);
-    bx_object_mark_free(obj);
+    ((uintptr_t *)obj)[1] = key;
     b->free = obj;
     b->used--;
 }

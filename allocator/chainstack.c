@@ -1,7 +1,8 @@
 /* chainstack.c - the ring of chain records. */
 #include "chainstack.h"
+#include "block.h"
 
-bx_chain_t bx_chain_none;
+bx_chain_t bx_chain_none = {.block = &bx_block_none, .count = 0};
 
 void bx_chainstack_init(bx_chainstack_t *cs, bx_chain_t *ring, uint32_t ring_size) {
     cs->top = &bx_chain_none;

@@ -25,9 +25,10 @@ typedef struct bx_chainstack {
     uint32_t len;     /* records held */
 } bx_chainstack_t;
 
-/* The top of an empty stack: no block, a count of 0, never written. A free compares its
- * block with top->block and an allocation tests the block pointer it loads anyway, so
- * neither fast path tests top for NULL. */
+/* The top of an empty stack: the stand-in block bx_block_none (block.h), a count of 0,
+ * never written. A free compares its block with top->block, and an allocation finds the
+ * stand-in's free list empty and gives up where it would cut a new object: neither fast
+ * path tests for an empty stack. */
 extern bx_chain_t bx_chain_none __attribute__((visibility("hidden")));
 static inline bool bx_chainstack_empty(const bx_chainstack_t *cs) { return cs->len == 0; }
 

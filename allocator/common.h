@@ -39,11 +39,11 @@
 #define BX_REMOTE_DRAIN_BYTES BX_MB
 
 /* What owns a 64 KB chunk of address space (the pagemap's tags, in the low bits of a
- * header address). */
+ * header address). Only SMALL has bit 0 set: free's fast path tests one bit. */
 enum bx_span_tag {
     BX_TAG_SMALL = 1,  /* superblock cut into 64 KB small-object blocks */
     BX_TAG_MEDIUM = 2, /* superblock cut into medium objects */
-    BX_TAG_LARGE = 3,  /* one large mmap'ed object; only the chunk of its pointer is registered */
+    BX_TAG_LARGE = 4,  /* one large mmap'ed object; only the chunk of its pointer is registered */
 };
 #define BX_TAG_MASK ((uintptr_t)7)
 

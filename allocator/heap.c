@@ -16,6 +16,8 @@
 
 BX_TLS bx_heap_t *bx_tls_heap;
 BX_TLS bx_heap_t *bx_tls_fast;
+static bx_bin_t bins_none[BX_SMALL_BINS_MAX] = {[0 ... BX_SMALL_BINS_MAX - 1] = {.chains.top = &bx_chain_none}};
+BX_TLS bx_bin_t *bx_tls_bins = bins_none;
 static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
 
 static bx_lock_t registry_lock = BX_LOCK_INIT; /* every heap list and the abandoned list */
@@ -238,7 +240,6 @@ static BX_NOINLINE void send_home(bx_heap_t *self, bx_heap_t *owner, void *obj, 
 
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     bx_heap_t *owner = blk->heap;
-    bx_object_mark_free(obj);
     self->counters.remote_frees++;
     unsigned bin = blk->bin;
     bx_block_t *keep = &self->keep[bin];
@@ -255,6 +256,7 @@ void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
         bx_bin_new_chain(b, keep, &self->small_blocks); /* the tail calls need no frame */
         return;
     }
+    bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
     send_home(self, owner, obj, blk->size);
 }
 
@@ -347,6 +349,7 @@ void *bx_heap_alloc(bx_heap_t *h, size_t size) {
 static void thread_exit(void *arg) {
     bx_heap_t *h = arg;
     bx_tls_heap = bx_tls_fast = NULL;
+    bx_tls_bins = bins_none;
     tls_torn_down = true; /* later mallocs of this thread go to the orphan heap */
     if (!h || h->state != BX_HEAP_LIVE) return;
     bx_heap_release_free(h);
@@ -378,7 +381,10 @@ bx_heap_t *bx_heap_acquire(void) {
     if (!h) h = heap_create(node, BX_HEAP_LIVE);
     if (!h) return NULL;
     bx_tls_heap = h;
-    if (!bx_options.check) bx_tls_fast = h;
+    if (!bx_options.check) {
+        bx_tls_fast = h;
+        bx_tls_bins = h->small;
+    }
     /* May allocate (keys past the first 32): this thread already has its heap. */
     pthread_setspecific(exit_key, h);
     if (bx_remote_pending(h)) bx_heap_drain(h);

@@ -59,7 +59,7 @@ typedef struct bx_heap {
     struct bx_heap *next_all;       /* every heap, for stats and fork */
     struct bx_heap *next_abandoned;
     size_t map_size;
-    bx_bin_t small[BX_SMALL_BINS_MAX] __attribute__((aligned(128)));
+    bx_bin_t small[BX_SMALL_BINS_MAX];
     bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
     size_t allocs_at_reclaim[BX_SMALL_BINS_MAX]; /* each bin's allocs at the last empty-top scan */
     bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
@@ -79,9 +79,17 @@ typedef struct bx_heap {
 } bx_heap_t;
 
 extern BX_TLS bx_heap_t *bx_tls_heap;
-/* The heap the inline fast paths of malloc and free use: the thread's heap, or NULL in
- * checked mode, so that every call takes the checked slow path at no cost to the default. */
+/* The heap the inline fast path of free uses: the thread's heap, or NULL in checked mode,
+ * so that every call takes the checked slow path at no cost to the default. */
 extern BX_TLS bx_heap_t *bx_tls_fast;
+/* The small bins malloc's inline fast path takes from: the thread's heap's, or stand-ins
+ * whose chain stacks are all empty (no heap yet, after the thread's teardown, checked
+ * mode), so that every allocation from them fails into the slow path and the fast path
+ * tests no heap pointer. */
+extern BX_TLS bx_bin_t *bx_tls_bins;
+static inline bx_heap_t *bx_heap_of_bins(bx_bin_t *bins) {
+    return (bx_heap_t *)((char *)bins - offsetof(bx_heap_t, small));
+}
 
 /* The calling thread's heap, created or adopted on first use; NULL for a thread past its
  * own teardown (it then goes through the orphan heap). */
@@ -115,8 +123,7 @@ void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size);
  * the block holds a live object, then the object's own state). False: the slow path. */
 static inline bool bx_heap_foreign_small_ok(const bx_heap_t *self, bx_block_t *blk, const void *p) {
     if (BX_UNLIKELY(!self || blk->heap == BX_BLOCK_NO_OWNER)) return false;
-    char *obj = bx_block_slot_fast(blk, p);
-    return obj == p && obj < bx_block_bump(blk) && bx_object_plain_live(obj);
+    return bx_block_is_slot(blk, p) && bx_object_plain_live(p);
 }
 /* Frees a plain live small object of another heap (checked with the above). */
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj);

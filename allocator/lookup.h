@@ -32,7 +32,7 @@ static inline __attribute__((always_inline)) void bx_lookup(const void *p, bx_lo
          * read them while the owner works on the block. */
         if (blk->heap == BX_BLOCK_NO_OWNER) break;
         char *obj = bx_block_object(blk, p);
-        if (!obj || obj >= bx_block_bump(blk)) break;
+        if (!obj || !bx_block_is_slot(blk, obj)) break;
         r.freed = bx_object_is_free(obj);
         if (r.freed || !bx_object_handed_out(obj, p)) break;
         r.tag = BX_TAG_SMALL;

@@ -37,6 +37,7 @@ static inline uintptr_t bx_pagemap_get(const void *p) { return bx_pagemap_lookup
 
 static inline void *bx_span_of(uintptr_t entry) { return (void *)(entry & ~BX_TAG_MASK); }
 static inline unsigned bx_tag_of(uintptr_t entry) { return (unsigned)(entry & BX_TAG_MASK); }
+static inline bool bx_is_small_entry(uintptr_t entry) { return entry & BX_TAG_SMALL; }
 
 /* Registers [start, start+size) (64 KB aligned) to `entry`; false if a leaf could not be mapped. */
 bool bx_pagemap_set(const void *start, size_t size, uintptr_t entry);

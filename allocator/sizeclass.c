@@ -4,7 +4,7 @@
 unsigned bx_small_bins, bx_medium_bins;
 uint32_t bx_small_size[BX_SMALL_BINS_MAX];
 uint32_t bx_medium_size[BX_MEDIUM_BINS_MAX];
-uint8_t bx_small_index[BX_SMALL_MAX / 16 + 1];
+uint16_t bx_small_offset[BX_SMALL_MAX / 16 + 1];
 uint8_t bx_medium_index[BX_MEDIUM_MAX / BX_MEDIUM_GRAIN + 1];
 
 /* Sizes s_0 = grain, s_{i+1} = max(s_i + grain, s_i * 1.07 rounded down to the grain), up to max. */
@@ -22,25 +22,26 @@ static unsigned build(uint32_t *sizes, unsigned cap, uint32_t first, uint32_t gr
     return n;
 }
 
-static void fill_index(uint8_t *index, size_t slots, uint32_t grain, const uint32_t *sizes, unsigned bins) {
+/* The bin of each grain-sized step: the smallest whose objects fit. */
+static unsigned bin_for_step(size_t step, uint32_t grain, const uint32_t *sizes, unsigned bins) {
     unsigned bin = 0;
-    for (size_t slot = 0; slot < slots; slot++) {
-        while (bin + 1 < bins && sizes[bin] < slot * grain) bin++;
-        index[slot] = (uint8_t)bin;
-    }
+    while (bin + 1 < bins && sizes[bin] < step * grain) bin++;
+    return bin;
 }
 
 void bx_sizeclass_init(void) {
     if (bx_small_bins) return;
     unsigned small = build(bx_small_size, BX_SMALL_BINS_MAX, 16, 16, BX_SMALL_MAX);
-    fill_index(bx_small_index, sizeof bx_small_index, 16, bx_small_size, small);
+    for (size_t step = 0; step < sizeof bx_small_offset / sizeof *bx_small_offset; step++)
+        bx_small_offset[step] = (uint16_t)(bin_for_step(step, 16, bx_small_size, small) * BX_SMALL_BIN_STRIDE);
     /* Medium bins follow the 512 B sequence, starting above the largest small object. */
     uint32_t all[BX_MEDIUM_BINS_MAX * 2];
     unsigned total = build(all, BX_MEDIUM_BINS_MAX * 2, 512, BX_MEDIUM_GRAIN, BX_MEDIUM_MAX);
     unsigned medium = 0;
     for (unsigned i = 0; i < total && medium < BX_MEDIUM_BINS_MAX; i++)
         if (all[i] > BX_SMALL_MAX) bx_medium_size[medium++] = all[i];
-    fill_index(bx_medium_index, sizeof bx_medium_index, BX_MEDIUM_GRAIN, bx_medium_size, medium);
+    for (size_t step = 0; step < sizeof bx_medium_index; step++)
+        bx_medium_index[step] = (uint8_t)bin_for_step(step, BX_MEDIUM_GRAIN, bx_medium_size, medium);
     bx_medium_bins = medium;
     __atomic_store_n(&bx_small_bins, small, __ATOMIC_RELEASE);
 }

@@ -32,7 +32,7 @@ TEST_CASE("chain stack: push, pop, drop oldest match a deque", "[chainstack]") {
         if (model.empty()) {
             // The empty top: no block, no objects, never written.
             REQUIRE(cs.top == &bx_chain_none);
-            REQUIRE(cs.top->block == nullptr);
+            REQUIRE(cs.top->block == &bx_block_none);
             REQUIRE(cs.top->count == 0);
         } else {
             REQUIRE(cs.top != &bx_chain_none);

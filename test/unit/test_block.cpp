@@ -1,0 +1,60 @@
+// The arithmetic free() trusts before writing: which addresses of a 64 KB block are slots
+// handed out, and which slot holds an address. Checked for every small size and every
+// byte offset of a block against the plain definition (division).
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include "internals.h"
+
+TEST_CASE("block: slot tests agree with division for every size and offset", "[block]") {
+    bx_sizeclass_init();
+    void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
+    REQUIRE(mem != nullptr);
+    auto *blk = static_cast<bx_block_t *>(mem);
+    char *first = static_cast<char *>(mem) + BX_BLOCK_HEADER;
+    size_t mismatches = 0;
+    for (unsigned bin = 0; bin < bx_small_bins; bin++) {
+        uint32_t size = bx_small_size[bin];
+        bx_block_init(blk, fake_heap(), nullptr, bin, size);
+        REQUIRE(bx_block_check_header(blk));
+        uint32_t capacity = blk->capacity;
+        // Nothing carved, some carved, all carved.
+        for (uint32_t carved_slots : {0u, 1u, capacity / 2, capacity}) {
+            blk->carved = carved_slots * size;
+            blk->slot_limit = carved_slots * bx_block_slot_step(blk);
+            for (uint32_t at = 0; at < BX_BLOCK_SIZE; at++) {
+                const char *p = static_cast<char *>(mem) + at;
+                bool in_slots = p >= first;
+                size_t off = in_slots ? (size_t)(p - first) : 0;
+                bool expect_slot = in_slots && off % size == 0 && off < blk->carved;
+                const char *expect_object = in_slots && off / size < capacity ? first + off / size * size : nullptr;
+                if (bx_block_is_slot(blk, p) != expect_slot || bx_block_object(blk, p) != expect_object) mismatches++;
+            }
+        }
+    }
+    std::free(mem);
+    REQUIRE(mismatches == 0);
+}
+
+TEST_CASE("block: objects come from the bump pointer first, then from the free list", "[block]") {
+    bx_sizeclass_init();
+    void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
+    REQUIRE(mem != nullptr);
+    auto *blk = static_cast<bx_block_t *>(mem);
+    uint32_t size = bx_small_size[3];
+    bx_block_init(blk, fake_heap(), nullptr, 3, size);
+    char *a = static_cast<char *>(bx_block_pop(blk));
+    char *b = static_cast<char *>(bx_block_pop(blk));
+    REQUIRE(a == bx_block_first(blk));
+    REQUIRE(b == a + size);
+    REQUIRE(blk->carved == 2 * size);
+    REQUIRE(blk->slot_limit == 2 * bx_block_slot_step(blk));
+    REQUIRE(bx_block_is_slot(blk, b));
+    REQUIRE_FALSE(bx_block_is_slot(blk, b + size)); // never handed out
+    bx_block_push(blk, a);
+    REQUIRE(bx_object_is_free(a));
+    REQUIRE(bx_block_check(blk));
+    REQUIRE(bx_block_pop(blk) == a); // LIFO
+    REQUIRE_FALSE(bx_object_is_free(a));
+    REQUIRE(blk->used == 2);
+    std::free(mem);
+}
