@@ -15,7 +15,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     b->max_chains = max_chains_for(size);
     b->index = index;
     b->allocs = b->frees = 0;
-    for (int i = 0; i < BX_LIST_COUNT; i++) {
+    for (int i = 0; i < BX_BIN_LISTS; i++) {
         b->lists[i] = NULL;
         b->list_len[i] = 0;
     }
@@ -33,9 +33,9 @@ static void list_unlink(bx_bin_t *b, bx_block_t *blk) {
     if (blk->prev)
         blk->prev->next = blk->next;
     else
-        b->lists[blk->list] = blk->next;
+        b->lists[bx_bin_list_slot(blk->list)] = blk->next;
     if (blk->next) blk->next->prev = blk->prev;
-    b->list_len[blk->list]--;
+    b->list_len[bx_bin_list_slot(blk->list)]--;
     blk->prev = blk->next = NULL;
     blk->list = BX_LIST_NONE;
 }
@@ -43,10 +43,10 @@ static void list_unlink(bx_bin_t *b, bx_block_t *blk) {
 static void list_push(bx_bin_t *b, bx_block_t *blk, unsigned list) {
     blk->list = (uint8_t)list;
     blk->prev = NULL;
-    blk->next = b->lists[list];
+    blk->next = b->lists[bx_bin_list_slot(list)];
     if (blk->next) blk->next->prev = blk;
-    b->lists[list] = blk;
-    b->list_len[list]++;
+    b->lists[bx_bin_list_slot(list)] = blk;
+    b->list_len[bx_bin_list_slot(list)]++;
 }
 
 /* A block no chain refers to goes where its fill level says (thesis §8.1.1). */
@@ -74,7 +74,7 @@ static void unref(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
 /* Drops the oldest chain. A keep block's objects are all counted by its chains (any of
  * them will do: they are interchangeable), so as many as the chain counted go home. */
 static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
-    uint32_t count = b->chains.ring[b->chains.oldest].count;
+    uint32_t count = bx_chainstack_record(&b->chains, 0)->count;
     bx_block_t *blk = bx_chainstack_drop_oldest(&b->chains);
     if (BX_UNLIKELY(bx_block_is_keep(blk))) {
         blk->chain_refs--;
@@ -117,22 +117,22 @@ static bool over_bound(const bx_bin_t *b) {
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
-    bx_chain_t *top = b->chains.top;
-    if (!bx_chainstack_empty(&b->chains) && top->block->used == 0 && !bx_block_is_keep(top->block)) unref(b, bx_chainstack_pop(&b->chains), cache);
+    bx_block_t *top = b->chains.top.block;
+    if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top)) unref(b, bx_chainstack_pop(&b->chains), cache);
     enqueue(b, blk, 1);
     while (over_bound(b)) drop_oldest(b, cache);
 }
 
 bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache) {
-    bx_block_t *blk = b->chains.top->block;
+    bx_block_t *blk = b->chains.top.block;
     if (bx_chainstack_empty(&b->chains) || blk->used != 0 || bx_block_is_keep(blk)) return false;
     unref(b, bx_chainstack_pop(&b->chains), cache);
     return true;
 }
 
 void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap) {
-    bx_block_t *blk = b->lists[BX_LIST_ALMOST_FULL];
-    if (!blk) blk = b->lists[BX_LIST_ALMOST_EMPTY];
+    bx_block_t *blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)];
+    if (!blk) blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)];
     if (!blk) {
         blk = bx_blockcache_alloc(cache, NULL);
         if (!blk) return NULL;
@@ -161,7 +161,7 @@ bool bx_bin_check(const bx_bin_t *b) {
     for (unsigned list = BX_LIST_FULL; list < BX_LIST_COUNT; list++) {
         uint32_t n = 0;
         const bx_block_t *prev = NULL;
-        for (const bx_block_t *blk = b->lists[list]; blk; prev = blk, blk = blk->next, n++) {
+        for (const bx_block_t *blk = b->lists[bx_bin_list_slot(list)]; blk; prev = blk, blk = blk->next, n++) {
             uint32_t free = bx_block_free_count(blk);
             if (blk->list != list || blk->prev != prev || blk->chain_refs || blk->size != b->size) return false;
             if (blk->bin != b->index || !bx_block_check(blk)) return false;
@@ -170,18 +170,18 @@ bool bx_bin_check(const bx_bin_t *b) {
             if (list == BX_LIST_ALMOST_FULL && (free == 0 || 2 * free > blk->capacity)) return false;
             if (list == BX_LIST_ALMOST_EMPTY && 2 * free <= blk->capacity) return false;
         }
-        if (n != b->list_len[list]) return false;
+        if (n != b->list_len[bx_bin_list_slot(list)]) return false;
     }
     /* Chain records: every count fits in its block, and refs match the records. */
-    const bx_chainstack_t *cs = &b->chains;
+    bx_chainstack_t *cs = (bx_chainstack_t *)&b->chains;
     for (uint32_t i = 0; i < cs->len; i++) {
-        const bx_chain_t *rec = &cs->ring[(cs->oldest + i) & cs->mask];
+        const bx_chain_t *rec = bx_chainstack_record(cs, i);
         const bx_block_t *blk = rec->block;
         if (blk->list != BX_LIST_QUEUE || rec->count == 0 || blk->bin != b->index) return false;
         if (!bx_block_is_keep(blk) && !bx_block_check(blk)) return false;
         uint32_t refs = 0, counted = 0;
         for (uint32_t j = 0; j < cs->len; j++) {
-            const bx_chain_t *other = &cs->ring[(cs->oldest + j) & cs->mask];
+            const bx_chain_t *other = bx_chainstack_record(cs, j);
             if (other->block == blk) {
                 refs++;
                 counted += other->count;
@@ -189,8 +189,7 @@ bool bx_bin_check(const bx_bin_t *b) {
         }
         if (refs != blk->chain_refs || counted > bx_block_free_count(blk)) return false;
     }
-    if (cs->len && cs->top != &cs->ring[(cs->oldest + cs->len - 1) & cs->mask]) return false;
-    if (!cs->len && cs->top != &bx_chain_none) return false;
-    if (bx_chain_none.block != &bx_block_none || bx_chain_none.count || bx_block_none.free) return false; /* someone wrote the shared empty top */
+    if (!cs->len && (cs->top.block != &bx_block_none || cs->top.count)) return false;
+    if (bx_block_none.free || bx_block_none.carved) return false; /* someone wrote the shared stand-in */
     return true;
 }

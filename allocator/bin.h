@@ -13,6 +13,10 @@
 #include "chainstack.h"
 #include "sizeclass.h"
 
+/* A bin keeps the lists from BX_LIST_FULL on (the others are not a bin's lists). */
+#define BX_BIN_LISTS (BX_LIST_COUNT - BX_LIST_FULL)
+static inline unsigned bx_bin_list_slot(unsigned list) { return list - BX_LIST_FULL; }
+
 typedef struct bx_bin {
     bx_chainstack_t chains;
     uint32_t size;        /* object size */
@@ -21,8 +25,8 @@ typedef struct bx_bin {
     uint32_t index;
     size_t allocs, frees; /* objects handed out and freed so far (counted, not derived: the
                            * difference is what the bound needs, the first is a statistic) */
-    bx_block_t *lists[BX_LIST_COUNT]; /* heads of the full / almost full / almost empty lists */
-    uint32_t list_len[BX_LIST_COUNT];
+    bx_block_t *lists[BX_BIN_LISTS]; /* heads of the full / almost full / almost empty lists */
+    uint32_t list_len[BX_BIN_LISTS];  /* both indexed by bx_bin_list_slot */
 } __attribute__((aligned(BX_SMALL_BIN_STRIDE))) bx_bin_t;
 BX_STATIC_ASSERT(sizeof(bx_bin_t) == BX_SMALL_BIN_STRIDE, "bins lie BX_SMALL_BIN_STRIDE apart (sizeclass.h)");
 
@@ -62,11 +66,10 @@ __attribute__((returns_nonnull)) void *bx_bin_chain_exhausted_ret(bx_bin_t *b, b
 
 /* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path". */
 static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
-    bx_chain_t *top = b->chains.top;
-    void *obj = bx_block_pop(top->block);
+    void *obj = bx_block_pop(b->chains.top.block);
     if (BX_UNLIKELY(!obj)) return NULL; /* the stack is empty */
     b->allocs++;
-    if (BX_UNLIKELY(--top->count == 0)) return bx_bin_chain_exhausted_ret(b, cache, obj);
+    if (BX_UNLIKELY(--b->chains.top.count == 0)) return bx_bin_chain_exhausted_ret(b, cache, obj);
     return obj;
 }
 
@@ -75,9 +78,8 @@ static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
 static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_push(blk, obj);
     b->frees++;
-    bx_chain_t *top = b->chains.top;
-    if (BX_LIKELY(top->block == blk)) {
-        top->count++;
+    if (BX_LIKELY(b->chains.top.block == blk)) {
+        b->chains.top.count++;
         return true;
     }
     return false;

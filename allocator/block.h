@@ -46,7 +46,7 @@ typedef struct bx_block {
 BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
 
 /* The empty chain stack's block (chainstack.h): no free object, and no owner. */
-extern bx_block_t bx_block_none __attribute__((visibility("hidden")));
+extern bx_block_t bx_block_none;
 
 static inline bx_block_t *bx_block_of(const void *p) {
     return (bx_block_t *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK);

@@ -17,20 +17,28 @@ typedef struct bx_chain {
     uint32_t count; /* objects at the head of block's free list that belong to this chain */
 } bx_chain_t;
 
+/* The newest record is held inline, where both fast paths read and update it in the bin's
+ * own cache line (a record in the ring would be one more dependent load per malloc); the
+ * ring holds the older ones. When the stack is empty the top names the stand-in block
+ * bx_block_none (block.h) with a count of 0: a free compares its block with it, and an
+ * allocation finds its free list empty and gives up where it would cut a new object, so
+ * neither fast path tests for an empty stack. */
 typedef struct bx_chainstack {
-    bx_chain_t *top;  /* newest record, &bx_chain_none when empty: all the fast paths read */
-    bx_chain_t *ring; /* mask + 1 records */
+    bx_chain_t top;   /* the newest record */
+    bx_chain_t *ring; /* mask + 1 slots for the records below the top */
     uint32_t mask;
-    uint32_t oldest;  /* ring index of the oldest record */
-    uint32_t len;     /* records held */
+    uint32_t oldest;  /* ring index of the oldest record (when there are two or more) */
+    uint32_t len;     /* records held, the top included */
 } bx_chainstack_t;
 
-/* The top of an empty stack: the stand-in block bx_block_none (block.h), a count of 0,
- * never written. A free compares its block with top->block, and an allocation finds the
- * stand-in's free list empty and gives up where it would cut a new object: neither fast
- * path tests for an empty stack. */
-extern bx_chain_t bx_chain_none __attribute__((visibility("hidden")));
+#define BX_CHAINSTACK_EMPTY_TOP ((bx_chain_t){.block = &bx_block_none, .count = 0})
+extern struct bx_block bx_block_none __attribute__((visibility("hidden")));
+
 static inline bool bx_chainstack_empty(const bx_chainstack_t *cs) { return cs->len == 0; }
+/* Record i of the len held, from 0, the oldest, to len - 1, the top. */
+static inline bx_chain_t *bx_chainstack_record(bx_chainstack_t *cs, uint32_t i) {
+    return i + 1 == cs->len ? &cs->top : &cs->ring[(cs->oldest + i) & cs->mask];
+}
 
 /* Records a ring needs to hold up to `max_chains` chains plus the one being pushed. */
 static inline uint32_t bx_chainstack_ring_size(uint32_t max_chains) {

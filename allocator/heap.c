@@ -16,7 +16,7 @@
 
 BX_TLS bx_heap_t *bx_tls_heap;
 BX_TLS bx_heap_t *bx_tls_fast;
-static bx_bin_t bins_none[BX_SMALL_BINS_MAX] = {[0 ... BX_SMALL_BINS_MAX - 1] = {.chains.top = &bx_chain_none}};
+static bx_bin_t bins_none[BX_SMALL_BINS_MAX] = {[0 ... BX_SMALL_BINS_MAX - 1] = {.chains.top = {.block = &bx_block_none}}};
 BX_TLS bx_bin_t *bx_tls_bins = bins_none;
 static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
 
@@ -248,9 +248,8 @@ void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     if (BX_LIKELY(bx_block_free_count(keep) < self->keep_limit[bin] && b->allocs && owner->node == self->node)) {
         bx_block_push(keep, obj);
         b->frees++;
-        bx_chain_t *top = b->chains.top;
-        if (BX_LIKELY(top && top->block == keep)) {
-            top->count++;
+        if (BX_LIKELY(b->chains.top.block == keep)) {
+            b->chains.top.count++;
             return;
         }
         bx_bin_new_chain(b, keep, &self->small_blocks); /* the tail calls need no frame */
@@ -310,7 +309,8 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
         void *p = bx_bin_alloc(b, &h->small_blocks);
         if (p) return p;
     }
-    if (!b->lists[BX_LIST_ALMOST_FULL] && !b->lists[BX_LIST_ALMOST_EMPTY] && bx_blockcache_would_grow(&h->small_blocks))
+    if (!b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] && !b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)] &&
+        bx_blockcache_would_grow(&h->small_blocks))
         reclaim_empty_tops(h, b);
     void *p = bx_bin_refill_alloc(b, &h->small_blocks, h);
     /* Checked mode: the whole block a new chain starts on, once per refill. */

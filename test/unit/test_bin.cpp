@@ -76,7 +76,7 @@ TEST_CASE("bin: random operations keep objects distinct and structures consisten
         REQUIRE(bx_bin_check(&f.bin));
         bx_bin_flush(&f.bin, &f.cache);
         // Every block was entirely free, so every one went back to the block cache.
-        for (unsigned l = BX_LIST_FULL; l < BX_LIST_COUNT; l++) REQUIRE(f.bin.lists[l] == nullptr);
+        for (unsigned l = BX_LIST_FULL; l < BX_LIST_COUNT; l++) REQUIRE(f.bin.lists[bx_bin_list_slot(l)] == nullptr);
         bx_blockcache_flush(&f.cache);
         REQUIRE(f.cache.alloc.superblocks == 0);
         REQUIRE(bx_node_superblocks_in_use() == in_use_superblocks_before);
@@ -103,12 +103,12 @@ TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands 
     // The records held are the newest `bound` chains, oldest first.
     size_t first_kept = order.size() - bound;
     for (uint32_t i = 0; i < bound; i++)
-        REQUIRE(f.bin.chains.ring[(f.bin.chains.oldest + i) & f.bin.chains.mask].block == order[first_kept + i]);
+        REQUIRE(bx_chainstack_record(&f.bin.chains, i)->block == order[first_kept + i]);
     // Blocks 0-19 left the queue with 1 free object of 1023: almost full.
     REQUIRE(bx_bin_check(&f.bin));
     for (int b = 0; b < 20; b++) REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_ALMOST_FULL);
     for (int b = 20; b < 40; b++) REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_QUEUE);
-    REQUIRE(f.bin.list_len[BX_LIST_ALMOST_FULL] == 20);
+    REQUIRE(f.bin.list_len[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] == 20);
     for (int b = 0; b < 40; b++)
         for (int i = b < 20 ? 1 : 4; i < 1023; i++) f.free_local(objs[b * 1023 + i]);
     REQUIRE(bx_bin_check(&f.bin));
@@ -163,7 +163,7 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     REQUIRE(bx_bin_check(&b64));
     // Only the last block, still the top chain, stays with the bin; the other four are cached.
     REQUIRE(b64.chains.len == 1);
-    REQUIRE(b64.chains.top->block == bx_block_of(objs.back()));
+    REQUIRE(b64.chains.top.block == bx_block_of(objs.back()));
     REQUIRE(cache.count == 4);
     // The 16-byte bin takes its blocks from the cache: blocks the 64-byte bin emptied.
     std::set<bx_block_t *> blocks16;
@@ -195,7 +195,7 @@ TEST_CASE("bin: an entirely free top block can be taken back for another bin", "
     for (char *p : objs) f.free_local(p);
     // Frees never left the block, so it is still the top chain, entirely free.
     REQUIRE(f.bin.chains.len == 1);
-    REQUIRE(f.bin.chains.top->block == blk);
+    REQUIRE(f.bin.chains.top.block == blk);
     REQUIRE(blk->used == 0);
     uint32_t cached = f.cache.count;
     REQUIRE(bx_bin_release_empty_top(&f.bin, &f.cache));

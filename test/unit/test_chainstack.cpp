@@ -30,14 +30,16 @@ TEST_CASE("chain stack: push, pop, drop oldest match a deque", "[chainstack]") {
         }
         REQUIRE(cs.len == model.size());
         if (model.empty()) {
-            // The empty top: no block, no objects, never written.
-            REQUIRE(cs.top == &bx_chain_none);
-            REQUIRE(cs.top->block == &bx_block_none);
-            REQUIRE(cs.top->count == 0);
+            // The empty top: the stand-in block, no objects.
+            REQUIRE(cs.top.block == &bx_block_none);
+            REQUIRE(cs.top.count == 0);
         } else {
-            REQUIRE(cs.top != &bx_chain_none);
-            REQUIRE(cs.top->block == model.back().first);
-            REQUIRE(cs.top->count == model.back().second);
+            REQUIRE(cs.top.block == model.back().first);
+            REQUIRE(cs.top.count == model.back().second);
+            for (uint32_t i = 0; i < cs.len; i++) {
+                REQUIRE(bx_chainstack_record(&cs, i)->block == model[i].first);
+                REQUIRE(bx_chainstack_record(&cs, i)->count == model[i].second);
+            }
         }
     }
 }
