@@ -48,6 +48,12 @@ template <class T> static inline T opaque(T v) {
     return v;
 }
 
+// BOBOX_CHECK=1: test/system/hardening_checked.sh runs the whole suite in checked mode.
+static inline bool checked_mode() {
+    const char *s = getenv("BOBOX_CHECK");
+    return s && !strcmp(s, "1");
+}
+
 static inline void *a_malloc(size_t n) { return opaque(API(malloc)(opaque(n))); }
 static inline void a_free(void *p) { API(free)(opaque(p)); asm volatile("" ::: "memory"); }
 static inline void *a_calloc(size_t c, size_t n) { return opaque(API(calloc)(opaque(c), n)); }

@@ -85,10 +85,6 @@ TEST_CASE("free of stack, interior and double-freed pointers aborts with a messa
 }
 
 namespace {
-bool checked_mode() {
-    const char *s = getenv("BOBOX_CHECK");
-    return s && !strcmp(s, "1");
-}
 // AddressSanitizer reports a fault itself and exits instead of dying of the signal.
 bool asan_build() {
 #if defined(__SANITIZE_ADDRESS__)
