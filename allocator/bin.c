@@ -173,7 +173,7 @@ bool bx_bin_check(const bx_bin_t *b) {
         if (n != b->list_len[bx_bin_list_slot(list)]) return false;
     }
     /* Chain records: every count fits in its block, and refs match the records. */
-    bx_chainstack_t *cs = (bx_chainstack_t *)&b->chains;
+    const bx_chainstack_t *cs = &b->chains;
     for (uint32_t i = 0; i < cs->len; i++) {
         const bx_chain_t *rec = bx_chainstack_record(cs, i);
         const bx_block_t *blk = rec->block;

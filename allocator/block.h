@@ -29,7 +29,8 @@ enum bx_block_list {
 typedef struct bx_block {
     void *free;                  /* free objects, linked through their first word (mangled) */
     uint32_t carved;             /* bytes of slots from the first one that were handed out at
-                                  * least once: the rest were never used (a bump allocation) */
+                                  * least once: the rest were never used (a bump allocation);
+                                  * the owner's alone (others test slot_limit) */
     uint32_t slot_limit;         /* (slots carved) x bx_block_slot_step: bx_block_is_slot */
     struct bx_heap *heap;        /* owner; other threads' frees go to its remote list */
     struct bx_bin *owner_bin;    /* the owner's bin of this size: one load on local frees */
@@ -46,20 +47,19 @@ typedef struct bx_block {
 BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
 
 /* The empty chain stack's block (chainstack.h): no free object, and no owner. */
-extern bx_block_t bx_block_none;
+extern bx_block_t bx_block_none __attribute__((visibility("hidden")));
 
 static inline bx_block_t *bx_block_of(const void *p) {
     return (bx_block_t *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK);
 }
 static inline char *bx_block_first(bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER; }
-/* Relaxed atomics: other threads' frees and checks read them (they only grow while the
- * block holds live objects); plain moves on x86. */
-static inline uint32_t bx_block_carved(const bx_block_t *b) { return __atomic_load_n(&b->carved, __ATOMIC_RELAXED); }
+/* Relaxed atomic: other threads' frees and checks read it (it only grows while the block
+ * holds live objects); a plain move on x86. */
 static inline uint32_t bx_block_slot_limit(const bx_block_t *b) { return __atomic_load_n(&b->slot_limit, __ATOMIC_RELAXED); }
 /* What slot_limit grows by per slot carved: div_magic x size - 2^32, from 1 to size. */
 static inline uint32_t bx_block_slot_step(const bx_block_t *b) { return b->div_magic * b->size; }
 /* The first slot never handed out (for the owner). */
-static inline char *bx_block_bump(const bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER + bx_block_carved(b); }
+static inline char *bx_block_bump(const bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER + b->carved; }
 static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32_t)(b->capacity - b->used); }
 
 /* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
@@ -139,7 +139,7 @@ static inline void *bx_block_pop(bx_block_t *b) {
     } else {
         if (BX_UNLIKELY(b == &bx_block_none)) return NULL;
         obj = bx_block_bump(b);
-        __atomic_store_n(&b->carved, b->carved + b->size, __ATOMIC_RELAXED);
+        b->carved += b->size;
         __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
     }
     ((uintptr_t *)obj)[1] = 0;

@@ -2,8 +2,10 @@
 #include "chainstack.h"
 #include "block.h"
 
+#define EMPTY_TOP ((bx_chain_t){.block = &bx_block_none, .count = 0})
+
 void bx_chainstack_init(bx_chainstack_t *cs, bx_chain_t *ring, uint32_t ring_size) {
-    cs->top = BX_CHAINSTACK_EMPTY_TOP;
+    cs->top = EMPTY_TOP;
     cs->ring = ring;
     cs->mask = ring_size - 1;
     cs->oldest = 0;
@@ -19,7 +21,7 @@ void bx_chainstack_push(bx_chainstack_t *cs, struct bx_block *block, uint32_t co
 struct bx_block *bx_chainstack_pop(bx_chainstack_t *cs) {
     struct bx_block *block = cs->top.block;
     cs->len--;
-    cs->top = cs->len ? cs->ring[(cs->oldest + cs->len - 1) & cs->mask] : BX_CHAINSTACK_EMPTY_TOP;
+    cs->top = cs->len ? cs->ring[(cs->oldest + cs->len - 1) & cs->mask] : EMPTY_TOP;
     return block;
 }
 

@@ -31,12 +31,9 @@ typedef struct bx_chainstack {
     uint32_t len;     /* records held, the top included */
 } bx_chainstack_t;
 
-#define BX_CHAINSTACK_EMPTY_TOP ((bx_chain_t){.block = &bx_block_none, .count = 0})
-extern struct bx_block bx_block_none __attribute__((visibility("hidden")));
-
 static inline bool bx_chainstack_empty(const bx_chainstack_t *cs) { return cs->len == 0; }
 /* Record i of the len held, from 0, the oldest, to len - 1, the top. */
-static inline bx_chain_t *bx_chainstack_record(bx_chainstack_t *cs, uint32_t i) {
+static inline const bx_chain_t *bx_chainstack_record(const bx_chainstack_t *cs, uint32_t i) {
     return i + 1 == cs->len ? &cs->top : &cs->ring[(cs->oldest + i) & cs->mask];
 }
 
