@@ -79,6 +79,13 @@ static BX_NOINLINE void *alloc_unchecked(size_t size) {
 static void *alloc_checked(size_t alignment, size_t size);
 
 static BX_NOINLINE void *malloc_slow(size_t size) {
+    /* A medium size for a thread with a heap in the default mode: its bin, without the
+     * layers below (they remain for everything else, and for running out of memory). */
+    bx_heap_t *h = bx_tls_fast;
+    if (BX_LIKELY(h != NULL) && size - (BX_SMALL_MAX + 1) <= BX_MEDIUM_MAX - (BX_SMALL_MAX + 1)) {
+        void *p = bx_heap_alloc_medium(h, bx_medium_bin(size));
+        if (BX_LIKELY(p != NULL)) return p;
+    }
     ensure_init();
     if (BX_UNLIKELY(bx_options.check)) return alloc_checked(BX_ALIGNMENT, size);
     return alloc_unchecked(size);
@@ -92,7 +99,7 @@ static inline void *alloc_fast(size_t size) {
     return bx_bin_alloc((bx_bin_t *)((char *)bins + bx_small_bin_offset(size)), &bx_heap_of_bins(bins)->small_blocks);
 }
 
-BX_API void *bobox_malloc(size_t size) {
+BX_API BX_HOT void *bobox_malloc(size_t size) {
     void *p = alloc_fast(size);
     return BX_LIKELY(p != NULL) ? p : malloc_slow(size);
 }
@@ -262,9 +269,28 @@ static BX_NOINLINE void free_foreign(bx_heap_t *h, bx_block_t *blk, void *p) {
         free_slow(p); /* also every free in checked mode, where h is NULL */
 }
 
-BX_API void bobox_free(void *p) {
+/* A medium object: the checks of bx_lookup() for a plain live object of the caller's heap,
+ * then its free; anything else (another heap's, aligned, double, checked mode) goes to the
+ * general path, which reports what is wrong. */
+static BX_NOINLINE void free_medium(uintptr_t entry, void *p) {
+    bx_heap_t *h = bx_tls_fast;
+    bx_superblock_t *sb = bx_span_of(entry);
+    if (BX_LIKELY(h != NULL && sb->heap == h && (char *)p >= sb->first)) {
+        uint32_t index = bx_sb_index(sb, p);
+        if (BX_LIKELY(index < sb->capacity && bx_sb_block(sb, index) == p && bx_sb_live(sb, index) &&
+                      bx_object_plain_live(p))) {
+            bx_sb_take_live(sb, index, true);
+            bx_heap_free_medium(h, sb, index);
+            return;
+        }
+    }
+    free_slow(p);
+}
+
+BX_API BX_HOT void bobox_free(void *p) {
     /* NULL falls through to free_slow: no 64 KB chunk at address 0 is ever ours. */
-    if (BX_LIKELY(bx_is_small_entry(bx_pagemap_get(p)))) {
+    uintptr_t entry = bx_pagemap_get(p);
+    if (BX_LIKELY(bx_is_small_entry(entry))) {
         bx_block_t *blk = bx_block_of(p);
         bx_heap_t *h = bx_tls_fast;
         if (BX_LIKELY(blk->heap == h)) {
@@ -277,6 +303,10 @@ BX_API void bobox_free(void *p) {
             free_foreign(h, blk, p);
             return;
         }
+    }
+    if (bx_tag_of(entry) == BX_TAG_MEDIUM) {
+        free_medium(entry, p);
+        return;
     }
     free_slow(p);
 }

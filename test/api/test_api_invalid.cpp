@@ -1,6 +1,8 @@
 // Pointers that were never handed out: free() aborts with glibc's kind of message before
 // writing anything, and bobox_owns() says 0. Each abort is checked in a forked child.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <vector>
 #include <csignal>
 #include <cstring>
 #include <fcntl.h>
@@ -61,6 +63,24 @@ TEST_CASE("the slot start of an over-allocated aligned object is not ours to fre
     INFO(err);
     REQUIRE(sig == SIGABRT);
     REQUIRE(err.find("free(): invalid pointer") != std::string::npos);
+    a_free(p);
+    // The same for a medium object aligned past its 512-byte grain. A padded one has less
+    // room than its unpadded neighbours of the same bin, by exactly its offset in the slot
+    // (checked mode reports the requested size instead, and has its own layout).
+    if (checked_mode()) return;
+    std::vector<char *> objs;
+    char *padded = nullptr, *slot = nullptr;
+    for (int i = 0; i < 16; i++) objs.push_back(static_cast<char *>(a_aligned_alloc(2048, 20000)));
+    size_t room = 0;
+    for (char *o : objs) room = std::max(room, a_usable(o));
+    for (char *o : objs)
+        if (a_usable(o) < room) padded = o, slot = o - (room - a_usable(o));
+    REQUIRE(padded != nullptr);
+    auto [sig2, err2] = in_child([&] { a_free(slot); });
+    INFO("free(" << (void *)slot << "), the slot of aligned_alloc(2048, 20000) = " << (void *)padded << ": " << err2);
+    REQUIRE(sig2 == SIGABRT);
+    REQUIRE(err2.find("free(): invalid pointer") != std::string::npos);
+    for (char *o : objs) a_free(o);
 }
 
 TEST_CASE("free of stack, interior and double-freed pointers aborts with a message", "[api][invalid]") {
