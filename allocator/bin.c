@@ -11,7 +11,7 @@ uint32_t bx_bin_ring_size(uint32_t size) { return bx_chainstack_ring_size(max_ch
 void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size) {
     bx_chainstack_init(&b->chains, ring, ring_size);
     b->size = size;
-    b->per_block = (uint32_t)(BX_BLOCK_SIZE / size);
+    b->per_block = (uint32_t)((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size);
     b->max_chains = max_chains_for(size);
     b->index = index;
     b->allocs = b->frees = 0;
@@ -30,23 +30,21 @@ uint32_t bx_bin_bound(const bx_bin_t *b) {
 
 static void list_unlink(bx_bin_t *b, bx_block_t *blk) {
     if (blk->list == BX_LIST_QUEUE || blk->list == BX_LIST_NONE) return;
-    bx_block_t *prev = bx_block_at(blk->prev), *next = bx_block_at(blk->next);
-    if (prev)
-        prev->next = blk->next;
+    if (blk->prev)
+        blk->prev->next = blk->next;
     else
-        b->lists[bx_bin_list_slot(blk->list)] = next;
-    if (next) next->prev = blk->prev;
+        b->lists[bx_bin_list_slot(blk->list)] = blk->next;
+    if (blk->next) blk->next->prev = blk->prev;
     b->list_len[bx_bin_list_slot(blk->list)]--;
-    blk->prev = blk->next = 0;
+    blk->prev = blk->next = NULL;
     blk->list = BX_LIST_NONE;
 }
 
 static void list_push(bx_bin_t *b, bx_block_t *blk, unsigned list) {
     blk->list = (uint8_t)list;
-    bx_block_t *next = b->lists[bx_bin_list_slot(list)];
-    blk->prev = 0;
-    blk->next = bx_block_chunk(next);
-    if (next) next->prev = blk->chunk;
+    blk->prev = NULL;
+    blk->next = b->lists[bx_bin_list_slot(list)];
+    if (blk->next) blk->next->prev = blk;
     b->lists[bx_bin_list_slot(list)] = blk;
     b->list_len[bx_bin_list_slot(list)]++;
 }
@@ -57,8 +55,7 @@ static void place(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     blk->list = BX_LIST_NONE;
     if (blk->used == 0) {
         blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
-        char *mem = bx_block_first(blk);
-        bx_blockcache_free(cache, bx_superblock_of(mem), mem);
+        bx_blockcache_free(cache, bx_superblock_of(blk), blk);
         return;
     }
     uint32_t free = bx_block_free_count(blk);
@@ -137,10 +134,9 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
     bx_block_t *blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)];
     if (!blk) blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)];
     if (!blk) {
-        void *mem = bx_blockcache_alloc(cache, NULL);
-        if (!mem) return NULL;
-        blk = bx_block_of(mem);
-        bx_block_init(blk, mem, heap, b, b->index, b->size);
+        blk = bx_blockcache_alloc(cache, NULL);
+        if (!blk) return NULL;
+        bx_block_init(blk, heap, b, b->index, b->size);
     }
     /* All its free objects become one chain on top. */
     enqueue(b, blk, bx_block_free_count(blk));
@@ -165,9 +161,9 @@ bool bx_bin_check(const bx_bin_t *b) {
     for (unsigned list = BX_LIST_FULL; list < BX_LIST_COUNT; list++) {
         uint32_t n = 0;
         const bx_block_t *prev = NULL;
-        for (const bx_block_t *blk = b->lists[bx_bin_list_slot(list)]; blk; prev = blk, blk = bx_block_at(blk->next), n++) {
+        for (const bx_block_t *blk = b->lists[bx_bin_list_slot(list)]; blk; prev = blk, blk = blk->next, n++) {
             uint32_t free = bx_block_free_count(blk);
-            if (blk->list != list || blk->prev != bx_block_chunk(prev) || blk->chain_refs || blk->size != b->size) return false;
+            if (blk->list != list || blk->prev != prev || blk->chain_refs || blk->size != b->size) return false;
             if (blk->bin != b->index || !bx_block_check(blk)) return false;
             if (blk->used == 0 || blk->used > blk->capacity) return false;
             if (list == BX_LIST_FULL && free != 0) return false;
@@ -194,6 +190,6 @@ bool bx_bin_check(const bx_bin_t *b) {
         if (refs != blk->chain_refs || counted > bx_block_free_count(blk)) return false;
     }
     if (!cs->len && (cs->top.block != &bx_block_none || cs->top.count)) return false;
-    if (bx_block_none.free || bx_block_none.bump) return false; /* someone wrote the shared stand-in */
+    if (bx_block_none.free || bx_block_none.carved) return false; /* someone wrote the shared stand-in */
     return true;
 }

@@ -1,58 +1,47 @@
 /* block.c - formatting small-object blocks. */
 #include "block.h"
 
-#include <string.h>
-
 bx_block_t bx_block_none = {.heap = BX_BLOCK_NO_OWNER};
 
 static uint32_t div_magic_for(uint32_t size) { return (uint32_t)((((uint64_t)1) << 32) / size + 1); }
 
-void bx_block_init(bx_block_t *b, void *mem, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size) {
+void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size) {
     b->free = NULL;
-    b->bump = mem;
-    b->slot_limit = 0;
-    b->chunk = (uint32_t)((uintptr_t)mem >> BX_BLOCK_SHIFT);
+    b->carved = b->slot_limit = 0;
     b->heap = heap;
     b->owner_bin = owner_bin;
-    b->prev = b->next = 0;
-    b->size = (uint16_t)size;
+    b->prev = b->next = NULL;
+    b->size = size;
     b->div_magic = div_magic_for(size);
     b->used = 0;
-    b->capacity = (uint16_t)(BX_BLOCK_SIZE / size);
+    b->capacity = (uint16_t)((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size);
     b->chain_refs = 0;
     b->bin = (uint8_t)bin;
     b->list = BX_LIST_NONE;
 }
 
-void bx_block_init_none(bx_block_t *b) {
-    memset(b, 0, sizeof *b);
-    b->heap = BX_BLOCK_NO_OWNER;
-}
-
 bool bx_block_check_header(const bx_block_t *b) {
     uint32_t size = b->size;
     if (size < BX_MIN_OBJECT || size > BX_SMALL_MAX || size % BX_ALIGNMENT) return false;
-    if (b->capacity != BX_BLOCK_SIZE / size || b->div_magic != div_magic_for(size)) return false;
-    /* Any thread may check: slot_limit alone, as free reads it (bump is the owner's). */
+    if (b->capacity != (BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size || b->div_magic != div_magic_for(size)) return false;
+    /* Any thread may check: slot_limit alone, as free reads it (carved is the owner's). */
     uint32_t limit = bx_block_slot_limit(b), step = bx_block_slot_step(b);
     if (!step || limit % step || limit / step > b->capacity) return false;
     return b->used <= b->capacity && b->list < BX_LIST_COUNT;
 }
 
 bool bx_block_check_free_object(const bx_block_t *b, const void *obj) {
-    return (uintptr_t)obj >> BX_BLOCK_SHIFT == b->chunk && bx_block_is_slot(b, obj) && bx_object_is_free(obj);
+    return bx_block_of(obj) == b && bx_block_is_slot(b, obj) && bx_object_is_free(obj);
 }
 
 bool bx_block_check(const bx_block_t *b) {
     if (!bx_block_check_header(b)) return false;
-    char *first = bx_block_first(b);
-    if (b->bump < first || (size_t)(b->bump - first) % b->size ||
-        bx_block_carved(b) != bx_block_slot_limit(b) / bx_block_slot_step(b))
-        return false;
+    if (b->carved != bx_block_slot_limit(b) / bx_block_slot_step(b) * b->size) return false;
     uint32_t listed = 0;
     for (const void *obj = b->free; obj; obj = bx_link_get(obj))
         if (++listed > b->capacity || !bx_block_check_free_object(b, obj)) return false;
     /* Objects on their way back from other threads still count as used. */
-    uint32_t never_used = b->capacity - bx_block_carved(b);
+    uint32_t never_used = (uint32_t)((size_t)(bx_block_first((bx_block_t *)b) + (size_t)b->capacity * b->size -
+                                              bx_block_bump(b)) / b->size);
     return listed + never_used == bx_block_free_count(b);
 }

@@ -1,13 +1,9 @@
 /* block.h - a 64 KB small-object block (DESIGN §3).
  *
- * Blocks start at multiples of 64 KB and hold objects only. Each has a descriptor in the
- * first 64 KB of its superblock, one cache line per block, side by side, found from an
- * object's address by arithmetic (superblocks start at multiples of BX_SUPERBLOCK_ALIGN):
- * no per-object header, and no load before the descriptor's. (Headers inside the blocks,
- * as the thesis has them, sit 64 KB apart: they all fall into the same few cache sets and
- * evict each other.)
- * A block keeps a LIFO list of its free objects plus a bump pointer to the first object
- * never handed out, so a fresh block needs no list built up front. */
+ * Blocks start at multiples of 64 KB, so the header of an object's block is found by
+ * masking the object's address: no per-object header. A block keeps a LIFO list of its
+ * free objects plus a bump pointer to the first object never handed out, so a fresh
+ * block needs no list built up front. */
 #ifndef BX_BLOCK_H
 #define BX_BLOCK_H
 
@@ -32,61 +28,44 @@ enum bx_block_list {
 
 typedef struct bx_block {
     void *free;                  /* free objects, linked through their first word (mangled) */
-    char *bump;                  /* the first slot never handed out (a bump allocation): the
-                                  * owner's alone (others test slot_limit) */
+    uint32_t carved;             /* bytes of slots from the first one that were handed out at
+                                  * least once: the rest were never used (a bump allocation);
+                                  * the owner's alone (others test slot_limit) */
+    uint32_t slot_limit;         /* (slots carved) x bx_block_slot_step: bx_block_is_slot */
     struct bx_heap *heap;        /* owner; other threads' frees go to its remote list */
     struct bx_bin *owner_bin;    /* the owner's bin of this size: one load on local frees */
-    uint32_t prev, next;         /* chunk numbers of the neighbours on the list named by
-                                  * `list` (0: none; bx_block_at) */
-    uint32_t slot_limit;         /* (slots carved) x bx_block_slot_step: bx_block_is_slot */
+    struct bx_block *prev, *next;/* links of the list named by `list` */
+    uint32_t size;               /* object size */
     uint32_t div_magic;          /* floor(2^32 / size) + 1: quotients and divisibility by size */
-    uint32_t chunk;              /* address of the block's memory >> BX_BLOCK_SHIFT */
-    uint16_t size;               /* object size */
     uint16_t used;               /* objects handed out and not freed */
     uint16_t capacity;           /* objects that fit */
     uint16_t chain_refs;         /* chain records naming this block */
     uint8_t bin;
     uint8_t list;                /* enum bx_block_list */
-} __attribute__((aligned(64))) bx_block_t;
+} bx_block_t;
 
-BX_STATIC_ASSERT(sizeof(bx_block_t) == 64, "a block descriptor is one cache line");
-BX_STATIC_ASSERT(BX_BLOCK_SIZE / 16 <= UINT16_MAX && BX_SMALL_MAX <= UINT16_MAX, "slot counts and sizes fit 16 bits");
-/* Superblocks are registered in the pagemap, which covers 47-bit addresses. */
-BX_STATIC_ASSERT(47 - BX_BLOCK_SHIFT <= 32, "a block's chunk number fits 32 bits");
-BX_STATIC_ASSERT(BX_SB_DESCS_OFFSET + BX_SUPERBLOCK_ALIGN / BX_BLOCK_SIZE * 64 <= BX_BLOCK_SIZE,
-                 "a superblock's block descriptors fit its first 64 KB");
+BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
 
 /* The empty chain stack's block (chainstack.h): no free object, and no owner. */
 extern bx_block_t bx_block_none __attribute__((visibility("hidden")));
 
-/* The descriptor of the block holding p, an address in a small-object superblock: the
- * superblock's start, then the block's index in it, by arithmetic. */
 static inline bx_block_t *bx_block_of(const void *p) {
-    uintptr_t a = (uintptr_t)p, sb = a & ~(uintptr_t)(BX_SUPERBLOCK_ALIGN - 1);
-    uintptr_t index = (a & (BX_SUPERBLOCK_ALIGN - 1)) >> BX_BLOCK_SHIFT;
-    return (bx_block_t *)(sb + BX_SB_DESCS_OFFSET + index * sizeof(bx_block_t));
+    return (bx_block_t *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK);
 }
-/* The block of chunk number c (a list link), or NULL for 0. */
-static inline bx_block_t *bx_block_at(uint32_t c) { return c ? bx_block_of((void *)((uintptr_t)c << BX_BLOCK_SHIFT)) : NULL; }
-static inline uint32_t bx_block_chunk(const bx_block_t *b) { return b ? b->chunk : 0; }
-static inline char *bx_block_first(const bx_block_t *b) { return (char *)((uintptr_t)b->chunk << BX_BLOCK_SHIFT); }
+static inline char *bx_block_first(bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER; }
 /* Relaxed atomic: other threads' frees and checks read it (it only grows while the block
  * holds live objects); a plain move on x86. */
 static inline uint32_t bx_block_slot_limit(const bx_block_t *b) { return __atomic_load_n(&b->slot_limit, __ATOMIC_RELAXED); }
 /* What slot_limit grows by per slot carved: div_magic x size - 2^32, from 1 to size. */
 static inline uint32_t bx_block_slot_step(const bx_block_t *b) { return b->div_magic * b->size; }
-/* Slots handed out at least once (for the owner). */
-static inline uint32_t bx_block_carved(const bx_block_t *b) { return (uint32_t)(b->bump - bx_block_first(b)) / b->size; }
+/* The first slot never handed out (for the owner). */
+static inline char *bx_block_bump(const bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER + b->carved; }
 static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32_t)(b->capacity - b->used); }
 
-/* Formats descriptor b for a fresh (or reused) 64 KB block at `mem`, for objects of `size`
- * owned by `heap`. */
-void bx_block_init(bx_block_t *b, void *mem, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size);
-/* Formats b as no block at all: no slot, no owner (free() of a pointer that maps to it
- * takes the slow path and is refused). */
-void bx_block_init_none(bx_block_t *b);
+/* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
+void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size);
 
-/* Validation (bobox_check_heap, BOBOX_CHECK=1). The descriptor's shape holds for any thread
+/* Validation (bobox_check_heap, BOBOX_CHECK=1). The header's shape holds for any thread
  * while the block has live objects; the free list only for its owner. */
 bool bx_block_check_header(const bx_block_t *b);
 /* obj may be the next object handed out: a slot below the bump pointer, marked free. */
@@ -94,8 +73,11 @@ bool bx_block_check_free_object(const bx_block_t *b, const void *obj);
 /* Header, every link of the free list, and the count of free objects. */
 bool bx_block_check(const bx_block_t *b);
 
-/* p's offset from the first slot: blocks are 64 KB aligned. */
-static inline uint32_t bx_block_offset(const void *p) { return (uint16_t)(uintptr_t)p; }
+/* p's offset from the first slot, within 64 KB: addresses in the header wrap around to
+ * [64 KB - header, 64 KB), past every slot. */
+static inline uint32_t bx_block_offset(const void *p) {
+    return (uint16_t)((uintptr_t)p - BX_BLOCK_HEADER);
+}
 
 /* The start of the object slot containing p, or NULL if p is outside every slot. */
 static inline char *bx_block_object(bx_block_t *b, const void *p) {
@@ -156,8 +138,8 @@ static inline void *bx_block_pop(bx_block_t *b) {
         b->free = bx_link_get(obj);
     } else {
         if (BX_UNLIKELY(b == &bx_block_none)) return NULL;
-        obj = b->bump;
-        b->bump += b->size;
+        obj = bx_block_bump(b);
+        b->carved += b->size;
         __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
     }
     ((uintptr_t *)obj)[1] = 0;

@@ -36,6 +36,8 @@ static inline bool bx_blockcache_would_grow(const bx_blockcache_t *bc) {
 }
 /* Takes back a block of superblock sb. */
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
+/* The superblock holding a block (a pagemap lookup). */
+bx_superblock_t *bx_superblock_of(const void *block);
 /* Returns every cached block to the block allocator. */
 void bx_blockcache_flush(bx_blockcache_t *bc);
 /* Once per decay delay: flushes the cache if no block was taken from it since the last

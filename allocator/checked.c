@@ -20,7 +20,7 @@ static void check_headers(const void *p, const char *op) {
     case BX_TAG_SMALL: {
         const bx_block_t *b = bx_block_of(p);
         if (b->heap == BX_BLOCK_NO_OWNER) break; /* a cached block: the lookup rejects p */
-        if (!bx_sb_check_header(bx_superblock_of(p)) || !bx_block_check_header(b))
+        if (!bx_sb_check_header(bx_span_of(entry)) || !bx_block_check_header(b))
             bx_fatalf("%s: corrupted block header %p (object %p)", op, (const void *)b, p);
         break;
     }

@@ -27,17 +27,14 @@
 #define BX_BLOCK_SHIFT 16
 #define BX_BLOCK_SIZE ((size_t)1 << BX_BLOCK_SHIFT)
 #define BX_BLOCK_MASK (BX_BLOCK_SIZE - 1)
-/* Largest small object: four fit in a block, and it stays below 2^14 (bx_block_is_slot). */
-#define BX_SMALL_MAX (BX_BLOCK_SIZE / 4 - 16)
+#define BX_BLOCK_HEADER 64
+/* Largest small object: four must fit in a block beside its header. */
+#define BX_SMALL_MAX ((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / 4 / 16 * 16)
 #define BX_MIN_OBJECT 16
 #define BX_ALIGNMENT 16
 
 /* Medium objects are blocks of 10 MB superblocks; 510 KB does not divide 10 MB (DESIGN §2). */
 #define BX_SUPERBLOCK_SIZE (10 * BX_MB)
-/* Superblocks start at multiples of this, so that a small object's block descriptor, at
- * BX_SB_DESCS_OFFSET in the superblock's first 64 KB, is found by arithmetic (block.h). */
-#define BX_SUPERBLOCK_ALIGN (16 * BX_MB)
-#define BX_SB_DESCS_OFFSET 4096
 #define BX_MEDIUM_GRAIN 512
 #define BX_MEDIUM_MAX (510 * BX_KB)
 

@@ -108,7 +108,7 @@ void bx_heap_drain(bx_heap_t *h) {
     uint32_t n;
     /* Bounded by one inbox's worth, so senders that keep refilling it cannot hold us. */
     for (uint32_t taken = 0; taken < BX_INBOX_SLOTS && (n = bx_remote_take_inbox(h, buf, DRAIN_STEP)); taken += n) {
-        /* The addresses are known up front: fetch objects and their block descriptors ahead,
+        /* The addresses are known up front: fetch objects and their block headers ahead,
          * so that the misses overlap instead of coming one after another. */
         for (uint32_t i = 0; i < n + DRAIN_AHEAD; i++) {
             if (i < n) {

@@ -143,10 +143,10 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
     release_list(expired);
 
     if (!sb) {
-        sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_SUPERBLOCK_ALIGN, 0);
+        sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_BLOCK_SIZE, 0);
         if (sb) bx_os_bind(sb, BX_SUPERBLOCK_SIZE, node);
     }
-    if (!sb || !bx_sb_publish(sb, tag)) {
+    if (!sb || !bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, (uintptr_t)sb | tag)) {
         if (sb) release(sb);
         bx_lock(&n->lock);
         n->in_use--;
@@ -161,7 +161,7 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
 
 void bx_node_give(bx_superblock_t *sb) {
     /* Stale pointers into it must no longer look like ours. */
-    bx_sb_unpublish(sb);
+    bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, 0);
     bx_node_t *n = &nodes[sb->node];
     sb->tag = 0;
     sb->cached_since_ms = bx_now_ms();

@@ -3,7 +3,6 @@
 
 #include <string.h>
 
-#include "block.h"
 #include "node.h"
 #include "os.h"
 #include "pagemap.h"
@@ -75,18 +74,6 @@ void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag
     ba->block_size = block_size;
     ba->node = node;
 }
-
-BX_STATIC_ASSERT(sizeof(bx_superblock_t) <= BX_SB_DESCS_OFFSET, "a superblock's header fits below its block descriptors");
-
-bool bx_sb_publish(bx_superblock_t *sb, unsigned tag) {
-    /* Descriptors first: a stray pointer into the superblock must find no block. */
-    if (tag == BX_TAG_SMALL)
-        for (char *chunk = (char *)sb; chunk < (char *)sb + BX_SUPERBLOCK_SIZE; chunk += BX_BLOCK_SIZE)
-            bx_block_init_none(bx_block_of(chunk));
-    return bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, (uintptr_t)sb | tag);
-}
-
-void bx_sb_unpublish(bx_superblock_t *sb) { bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, 0); }
 
 /* Small-object blocks keep 64 KB alignment, so the header takes the first one. */
 static size_t header_bytes(unsigned tag) { return tag == BX_TAG_SMALL ? BX_BLOCK_SIZE : bx_align_up(sizeof(bx_superblock_t), 4096); }

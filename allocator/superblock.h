@@ -43,21 +43,6 @@ typedef struct bx_blockalloc {
     size_t superblocks; /* superblocks it holds */
 } bx_blockalloc_t;
 
-/* A superblock's header is its first bytes; a small superblock's first 64 KB also holds,
- * from BX_SB_DESCS_OFFSET on, the descriptors of its blocks (block.h): the i-th 64 KB of the
- * superblock is described by the i-th, and the first, which describes the header's own
- * 64 KB, is no block. */
-
-/* The superblock holding p (superblocks start at multiples of BX_SUPERBLOCK_ALIGN). */
-static inline bx_superblock_t *bx_superblock_of(const void *p) {
-    return (bx_superblock_t *)((uintptr_t)p & ~(uintptr_t)(BX_SUPERBLOCK_ALIGN - 1));
-}
-/* Registers sb's 64 KB chunks in the pagemap as `tag` (formatting the descriptors of a small
- * one first); false if the pagemap could not grow. */
-bool bx_sb_publish(bx_superblock_t *sb, unsigned tag);
-/* Stale pointers into sb no longer look like ours. */
-void bx_sb_unpublish(bx_superblock_t *sb);
-
 void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag, uint32_t block_size, int node);
 /* A block, or NULL when no superblock can be had (ENOMEM); *sb_out (if not NULL) is set
  * to its superblock. */

@@ -189,11 +189,8 @@ TEST_CASE("checked mode: free_sized with the wrong size and a trashed block head
     REQUIRE(sig == SIGABRT);
     REQUIRE(err.find("free_sized(): size 48 does not match the 40 bytes allocated at") != std::string::npos);
     auto [sig2, err2] = in_child([&] {
-        // A small object's block descriptor (block.h): 64 bytes at 4 KB + 64 x (index of its
-        // 64 KB block) into its superblock, which starts at a multiple of 16 MB.
-        uintptr_t a = reinterpret_cast<uintptr_t>(p);
-        uintptr_t desc = (a & ~((uintptr_t(16) << 20) - 1)) + 4096 + ((a >> 16) & 0xff) * 64;
-        memset(reinterpret_cast<void *>(desc), 0x41, 64);
+        // A small object's block header is the first 64 bytes of its 64 KB block.
+        memset(reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(0xffff)), 0x41, 64);
         a_free(p);
     });
     INFO(err2);

@@ -9,24 +9,24 @@ TEST_CASE("block: slot tests agree with division for every size and offset", "[b
     bx_sizeclass_init();
     void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
     REQUIRE(mem != nullptr);
-    bx_block_t desc{};
-    bx_block_t *blk = &desc;
-    char *first = static_cast<char *>(mem);
+    auto *blk = static_cast<bx_block_t *>(mem);
+    char *first = static_cast<char *>(mem) + BX_BLOCK_HEADER;
     size_t mismatches = 0;
     for (unsigned bin = 0; bin < bx_small_bins; bin++) {
         uint32_t size = bx_small_size[bin];
-        bx_block_init(blk, mem, fake_heap(), nullptr, bin, size);
+        bx_block_init(blk, fake_heap(), nullptr, bin, size);
         REQUIRE(bx_block_check_header(blk));
-        REQUIRE(bx_block_first(blk) == first);
         uint32_t capacity = blk->capacity;
         // Nothing carved, some carved, all carved.
         for (uint32_t carved_slots : {0u, 1u, capacity / 2, capacity}) {
-            blk->bump = first + (size_t)carved_slots * size;
+            blk->carved = carved_slots * size;
             blk->slot_limit = carved_slots * bx_block_slot_step(blk);
-            for (uint32_t off = 0; off < BX_BLOCK_SIZE; off++) {
-                const char *p = first + off;
-                bool expect_slot = off % size == 0 && off / size < carved_slots;
-                const char *expect_object = off / size < capacity ? first + off / size * size : nullptr;
+            for (uint32_t at = 0; at < BX_BLOCK_SIZE; at++) {
+                const char *p = static_cast<char *>(mem) + at;
+                bool in_slots = p >= first;
+                size_t off = in_slots ? (size_t)(p - first) : 0;
+                bool expect_slot = in_slots && off % size == 0 && off < blk->carved;
+                const char *expect_object = in_slots && off / size < capacity ? first + off / size * size : nullptr;
                 if (bx_block_is_slot(blk, p) != expect_slot || bx_block_object(blk, p) != expect_object) mismatches++;
             }
         }
@@ -39,15 +39,14 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
     bx_sizeclass_init();
     void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
     REQUIRE(mem != nullptr);
-    bx_block_t desc{};
-    bx_block_t *blk = &desc;
+    auto *blk = static_cast<bx_block_t *>(mem);
     uint32_t size = bx_small_size[3];
-    bx_block_init(blk, mem, fake_heap(), nullptr, 3, size);
+    bx_block_init(blk, fake_heap(), nullptr, 3, size);
     char *a = static_cast<char *>(bx_block_pop(blk));
     char *b = static_cast<char *>(bx_block_pop(blk));
     REQUIRE(a == bx_block_first(blk));
     REQUIRE(b == a + size);
-    REQUIRE(bx_block_carved(blk) == 2);
+    REQUIRE(blk->carved == 2 * size);
     REQUIRE(blk->slot_limit == 2 * bx_block_slot_step(blk));
     REQUIRE(bx_block_is_slot(blk, b));
     REQUIRE_FALSE(bx_block_is_slot(blk, b + size)); // never handed out

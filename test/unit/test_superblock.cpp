@@ -9,7 +9,7 @@ extern "C" {
 #include "pagemap.h"
 }
 
-static bx_superblock_t *sb_of(void *block) { return bx_superblock_of(block); }
+static bx_superblock_t *sb_of(void *block) { return (bx_superblock_t *)bx_span_of(bx_pagemap_get(block)); }
 
 TEST_CASE("block allocator: takes from the fullest superblock; heap order and positions hold", "[superblock]") {
     bx_sizeclass_init();
