@@ -275,14 +275,12 @@ static BX_NOINLINE void free_foreign(bx_heap_t *h, bx_block_t *blk, void *p) {
 static BX_NOINLINE void free_medium(uintptr_t entry, void *p) {
     bx_heap_t *h = bx_tls_fast;
     bx_superblock_t *sb = bx_span_of(entry);
-    if (BX_LIKELY(h != NULL && sb->heap == h && (char *)p >= sb->first)) {
-        uint32_t index = bx_sb_index(sb, p);
-        if (BX_LIKELY(index < sb->capacity && bx_sb_block(sb, index) == p && bx_sb_live(sb, index) &&
-                      bx_object_plain_live(p))) {
-            bx_sb_take_live(sb, index, true);
-            bx_heap_free_medium(h, sb, index);
-            return;
-        }
+    uint32_t index = 0; /* set whenever the block found is p itself */
+    /* Clearing the live flag comes last: any failed check leaves the object as it was. */
+    if (BX_LIKELY(h != NULL && sb->heap == h && bx_sb_object(sb, p, &index) == p && bx_object_plain_live(p) &&
+                  bx_sb_take_live(sb, index, true))) {
+        bx_heap_free_medium(h, sb, index);
+        return;
     }
     free_slow(p);
 }

@@ -43,10 +43,9 @@ static inline __attribute__((always_inline)) void bx_lookup(const void *p, bx_lo
     }
     case BX_TAG_MEDIUM: {
         bx_superblock_t *sb = bx_span_of(entry);
-        if (!sb->owner || (const char *)p < sb->first) break;
-        uint32_t index = bx_sb_index(sb, p);
-        char *obj = bx_sb_block(sb, index);
-        if (index >= sb->capacity) break;
+        uint32_t index;
+        char *obj = sb->owner ? bx_sb_object(sb, p, &index) : NULL;
+        if (!obj) break;
         r.freed = obj == p && !bx_sb_live(sb, index);
         if (!bx_sb_live(sb, index) || !bx_object_handed_out(obj, p)) break;
         r.tag = BX_TAG_MEDIUM;

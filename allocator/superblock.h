@@ -58,6 +58,14 @@ static inline uint32_t bx_sb_index(const bx_superblock_t *sb, const void *p) {
 static inline char *bx_sb_block(const bx_superblock_t *sb, uint32_t index) {
     return sb->first + (size_t)index * sb->block_size;
 }
+/* The block holding p (its start), with its index in *index; NULL if p is in no block. */
+static inline char *bx_sb_object(const bx_superblock_t *sb, const void *p, uint32_t *index) {
+    if ((const char *)p < sb->first) return NULL;
+    uint32_t i = bx_sb_index(sb, p);
+    if (i >= sb->capacity) return NULL;
+    *index = i;
+    return bx_sb_block(sb, i);
+}
 /* Live flags are bytes, so that the owner sets and clears them with plain stores while
  * another thread's free clears its own object's byte with an atomic exchange: two frees
  * of one medium object are caught even from different threads, with no locked
