@@ -95,8 +95,11 @@ static BX_NOINLINE void *malloc_slow(size_t size) {
  * thread has no heap and in checked mode). */
 static inline void *alloc_fast(size_t size) {
     if (BX_UNLIKELY(size > BX_SMALL_MAX)) return NULL;
-    bx_bin_t *bins = bx_tls_bins;
-    return bx_bin_alloc((bx_bin_t *)((char *)bins + bx_small_bin_offset(size)), &bx_heap_of_bins(bins)->small_blocks);
+    size_t offset8 = bx_small_bin_offset8(size);
+    /* One lea (the compiler would shift, then add). */
+    bx_bin_t *bins = bx_tls_bins, *bin;
+    __asm__("lea (%1,%2,8), %0" : "=r"(bin) : "r"(bins), "r"(offset8));
+    return bx_bin_alloc(bin, &bx_heap_of_bins(bins)->small_blocks);
 }
 
 BX_API BX_HOT void *bobox_malloc(size_t size) {
@@ -285,28 +288,41 @@ static BX_NOINLINE void free_medium(uintptr_t entry, void *p) {
     free_slow(p);
 }
 
-BX_API BX_HOT void bobox_free(void *p) {
-    /* NULL falls through to free_slow: no 64 KB chunk at address 0 is ever ours. */
-    uintptr_t entry = bx_pagemap_get(p);
-    if (BX_LIKELY(bx_is_small_entry(entry))) {
-        bx_block_t *blk = bx_block_of(p);
-        bx_heap_t *h = bx_tls_fast;
-        if (BX_LIKELY(blk->heap == h)) {
-            /* p is an object handed out: a slot start, and marked neither free nor aligned. */
-            if (BX_LIKELY(bx_block_is_slot(blk, p) && bx_object_plain_live(p))) {
-                bx_heap_free_small(h, blk, p);
-                return;
-            }
-        } else {
-            free_foreign(h, blk, p);
+/* A pointer into a small-object block: the local fast path, or another heap's object. */
+static inline __attribute__((always_inline)) void free_in_small_block(void *p) {
+    bx_block_t *blk = bx_block_of(p);
+    bx_heap_t *h = bx_tls_fast;
+    if (BX_LIKELY(blk->heap == h)) {
+        /* p is an object handed out: a slot start, and marked neither free nor aligned. */
+        if (BX_LIKELY(bx_block_is_own_slot(blk, p) && bx_object_plain_live(p))) {
+            bx_heap_free_small(h, blk, p);
             return;
         }
-    }
-    if (bx_tag_of(entry) == BX_TAG_MEDIUM) {
-        free_medium(entry, p);
+    } else {
+        free_foreign(h, blk, p);
         return;
     }
     free_slow(p);
+}
+
+/* Whatever the flat map did not place in small blocks: the two-level map decides (small
+ * blocks too, when the flat map is not available). */
+static BX_NOINLINE void free_not_flat_small(void *p) {
+    /* NULL falls through to free_slow: no 64 KB chunk at address 0 is ever ours. */
+    uintptr_t entry = bx_pagemap_get(p);
+    if (bx_is_small_entry(entry))
+        free_in_small_block(p);
+    else if (bx_tag_of(entry) == BX_TAG_MEDIUM)
+        free_medium(entry, p);
+    else
+        free_slow(p);
+}
+
+BX_API BX_HOT void bobox_free(void *p) {
+    if (BX_LIKELY(bx_in_small_region(p)))
+        free_in_small_block(p);
+    else
+        free_not_flat_small(p);
 }
 
 BX_API void bobox_free_sized(void *p, size_t size) {

@@ -98,6 +98,10 @@ BX_STATIC_ASSERT(BX_SMALL_MAX < (1u << 14) && BX_BLOCK_SIZE <= (1u << 16), "bx_b
 static inline bool bx_block_is_slot(const bx_block_t *b, const void *p) {
     return bx_block_offset(p) * b->div_magic < bx_block_slot_limit(b);
 }
+/* The same for the owner, the only writer of slot_limit: a plain read, folded into the compare. */
+static inline bool bx_block_is_own_slot(const bx_block_t *b, const void *p) {
+    return bx_block_offset(p) * b->div_magic < b->slot_limit;
+}
 
 /* A small object's second word is the free key (random per process, as glibc's tcache key)
  * when it is free or the start of an over-allocated aligned object, and anything else when

@@ -143,7 +143,7 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
     release_list(expired);
 
     if (!sb) {
-        sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_BLOCK_SIZE, 0);
+        sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_REGION_SIZE, 0); /* whole regions: pagemap.h */
         if (sb) bx_os_bind(sb, BX_SUPERBLOCK_SIZE, node);
     }
     if (!sb || !bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, (uintptr_t)sb | tag)) {

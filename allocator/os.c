@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -71,6 +72,20 @@ void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset) {
     if (tail) munmap(start + size, tail);
     count_mapped(size);
     return start;
+}
+
+void *bx_os_reserve_zeros(size_t size) {
+    struct rlimit as;
+    /* Under a finite limit, address space is what the program runs out of first. */
+    if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur != RLIM_INFINITY) return NULL;
+    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+bool bx_os_make_writable(void *p, size_t size) {
+    uintptr_t page = bx_os_page_size();
+    uintptr_t start = bx_align_down_ptr((uintptr_t)p, page);
+    return mprotect((void *)start, bx_align_up((uintptr_t)p + size, page) - start, PROT_READ | PROT_WRITE) == 0;
 }
 
 void bx_os_unmap(void *p, size_t size) {

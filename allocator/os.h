@@ -9,6 +9,11 @@ void *bx_os_map(size_t size);
 /* As bx_os_map, placed so that start + offset is a multiple of `alignment` (a power of two). */
 void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset);
 void bx_os_unmap(void *p, size_t size);
+/* Address space that reads as zeros and is not counted as mapped (pages are only backed
+ * once made writable); NULL if it cannot be had, or under a finite RLIMIT_AS. */
+void *bx_os_reserve_zeros(size_t size);
+/* Makes the pages holding [p, p+size) of such a reservation writable. */
+bool bx_os_make_writable(void *p, size_t size);
 /* Grows or moves a mapping (mremap); NULL if it cannot. */
 void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);
 /* Prefers NUMA node `node` for the range's pages; false if the kernel refused. */

@@ -67,6 +67,9 @@ TEST_CASE("bin: random operations keep objects distinct and structures consisten
                     f.free_direct(p);
                 else
                     f.free_local(p);
+                // What other threads' checks read stays in range.
+                bx_block_t *blk = bx_block_of(p);
+                if (blk->heap != BX_BLOCK_NO_OWNER) REQUIRE(bx_block_check_header(blk));
             }
             REQUIRE(bx_bin_allocated(&f.bin) == live.size());
             if (step % 97 == 0) REQUIRE(bx_bin_check(&f.bin));

@@ -57,6 +57,30 @@ TEST_CASE("block allocator: takes from the fullest superblock; heap order and po
     }
 }
 
+TEST_CASE("flat map: the regions of small superblocks, and nothing else, read as small", "[pagemap]") {
+    bx_sizeclass_init();
+    // This process runs without an address-space limit, so free's flat map is there.
+    bx_superblock_t *small = bx_node_take(0, BX_TAG_SMALL), *medium = bx_node_take(0, BX_TAG_MEDIUM);
+    REQUIRE(small != nullptr);
+    REQUIRE(medium != nullptr);
+    REQUIRE((uintptr_t)small % BX_REGION_SIZE == 0); // whole regions
+    const char *s = reinterpret_cast<const char *>(small), *m = reinterpret_cast<const char *>(medium);
+    for (size_t off = 0; off < BX_SUPERBLOCK_SIZE; off += BX_BLOCK_SIZE / 2) {
+        REQUIRE(bx_pagemap_small_region(s + off));
+        REQUIRE(!bx_pagemap_small_region(m + off));
+    }
+    REQUIRE(!bx_pagemap_small_region(s - 1));
+    REQUIRE(!bx_pagemap_small_region(s + BX_SUPERBLOCK_SIZE));
+    REQUIRE(!bx_pagemap_small_region(nullptr));
+    REQUIRE(!bx_pagemap_small_region(reinterpret_cast<void *>(~uintptr_t{0} - 4095))); // past 47 bits
+    int local = 0;
+    REQUIRE(!bx_pagemap_small_region(&local));
+    // Given back, its regions are no longer small: a stale pointer leaves free's fast path.
+    bx_node_give(small);
+    bx_node_give(medium);
+    for (size_t off = 0; off < BX_SUPERBLOCK_SIZE; off += BX_BLOCK_SIZE / 2) REQUIRE(!bx_pagemap_small_region(s + off));
+}
+
 TEST_CASE("cached block allocator: never holds blocks of more superblocks than its bound", "[blockcache]") {
     bx_sizeclass_init();
     uint32_t size = bx_medium_size[bx_medium_bins - 1]; // 20 blocks per superblock
