@@ -42,6 +42,7 @@ static bx_heap_t *heap_create(int node, int state) {
     h->map_size = size;
     h->node = node;
     h->state = state;
+    h->outbox_last = &h->outbox[0];
     bx_chain_t *ring = (bx_chain_t *)((char *)h + head);
     for (unsigned i = 0; i < bx_small_bins; i++) {
         uint32_t n = bx_bin_ring_size(bx_small_size[i]);
@@ -79,14 +80,17 @@ void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
 }
 
 /* Returns the object's size, read before the free may give its block away. */
+static inline size_t drain_small(bx_heap_t *h, void *obj) {
+    bx_block_t *blk = bx_block_of(obj);
+    size_t size = blk->size;
+    bx_bin_free_direct(&h->small[blk->bin], blk, obj, &h->small_blocks);
+    return size;
+}
+
 static size_t drain_one(bx_heap_t *h, void *obj) {
+    if (BX_LIKELY(bx_in_small_region(obj))) return drain_small(h, obj); /* as free asks */
     uintptr_t entry = bx_pagemap_get(obj);
-    if (bx_tag_of(entry) == BX_TAG_SMALL) {
-        bx_block_t *blk = bx_block_of(obj);
-        size_t size = blk->size;
-        bx_bin_free_direct(&h->small[blk->bin], blk, obj, &h->small_blocks);
-        return size;
-    }
+    if (bx_tag_of(entry) == BX_TAG_SMALL) return drain_small(h, obj);
     bx_superblock_t *sb = bx_span_of(entry);
     size_t size = sb->block_size;
     bx_heap_free_medium(h, sb, bx_sb_index(sb, obj));
@@ -199,23 +203,34 @@ void bx_heap_flush_outbox(bx_heap_t *h) {
     for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++) flush_slot(&h->outbox[i]);
 }
 
-/* Batches a free for `owner` in the outbox of `self`. */
-static inline void outbox_add(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
-    bx_outbox_slot_t *slot = &self->outbox[self->outbox_last];
-    if (slot->to != owner) {
-        slot = NULL;
-        for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++)
-            if (self->outbox[i].to == owner) slot = &self->outbox[i];
-        if (!slot) {
-            slot = &self->outbox[self->outbox_victim++ % BX_OUTBOX_SLOTS];
-            flush_slot(slot);
-            slot->to = owner;
-        }
-        self->outbox_last = (unsigned)(slot - self->outbox);
-    }
+static inline void outbox_append(bx_outbox_slot_t *slot, void *obj, size_t size) {
     slot->objs[slot->count] = obj;
     slot->bytes += size;
     if (++slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES) flush_slot(slot);
+}
+
+/* A free for another owner than the last one: its slot, or the victim's, flushed first. */
+static BX_NOINLINE void outbox_switch_add(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
+    bx_outbox_slot_t *slot = NULL;
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS && !slot; i++)
+        if (self->outbox[i].to == owner) slot = &self->outbox[i];
+    if (!slot) {
+        slot = &self->outbox[self->outbox_victim++ % BX_OUTBOX_SLOTS];
+        flush_slot(slot);
+        slot->to = owner;
+    }
+    self->outbox_last = slot;
+    outbox_append(slot, obj, size);
+}
+
+/* Batches a free for `owner` in the outbox of `self`. Frees come in runs per owner, so the
+ * slot used last is tried first, and that path has no calls but tail calls (no frame). */
+static inline void outbox_add(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
+    bx_outbox_slot_t *slot = self->outbox_last;
+    if (BX_LIKELY(slot->to == owner))
+        outbox_append(slot, obj, size);
+    else
+        outbox_switch_add(self, owner, obj, size);
 }
 
 void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
@@ -230,10 +245,14 @@ void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
     outbox_add(self, owner, obj, size);
 }
 
+static BX_NOINLINE void send_home_unbatched(bx_heap_t *owner, void *obj, size_t size) {
+    after_push(owner, bx_remote_push(owner, obj, size));
+}
+
 /* A freed small object of another heap goes to its owner: batched while the owner lives. */
-static BX_NOINLINE void send_home(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
+static inline void send_home(bx_heap_t *self, bx_heap_t *owner, void *obj, size_t size) {
     if (BX_UNLIKELY(owner->state != BX_HEAP_LIVE))
-        after_push(owner, bx_remote_push(owner, obj, size));
+        send_home_unbatched(owner, obj, size);
     else
         outbox_add(self, owner, obj, size);
 }

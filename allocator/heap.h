@@ -69,7 +69,7 @@ typedef struct bx_heap {
     uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */
     bx_outbox_slot_t outbox[BX_OUTBOX_SLOTS];
     unsigned outbox_victim;
-    unsigned outbox_last;           /* the slot used last: frees come in runs per owner */
+    bx_outbox_slot_t *outbox_last;  /* the slot used last: frees come in runs per owner */
     /* Written by other threads: kept off the owner's cache lines. */
     _Atomic(void *) remote __attribute__((aligned(64)));
     atomic_size_t remote_bytes;
