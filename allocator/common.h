@@ -27,7 +27,7 @@
 #define BX_BLOCK_SHIFT 16
 #define BX_BLOCK_SIZE ((size_t)1 << BX_BLOCK_SHIFT)
 #define BX_BLOCK_MASK (BX_BLOCK_SIZE - 1)
-#define BX_BLOCK_HEADER 64
+#define BX_BLOCK_HEADER 128 /* two cache lines: block.h */
 /* Largest small object: four must fit in a block beside its header. */
 #define BX_SMALL_MAX ((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / 4 / 16 * 16)
 #define BX_MIN_OBJECT 16

@@ -2,6 +2,7 @@
 // handed out, and which slot holds an address. Checked for every small size and every
 // byte offset of a block against the plain definition (division).
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstdlib>
 #include "internals.h"
 
@@ -57,4 +58,19 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
     REQUIRE_FALSE(bx_object_is_free(a));
     REQUIRE(blk->used == 2);
     std::free(mem);
+}
+
+TEST_CASE("block: the header fields other threads read first are off the owner's written line", "[block]") {
+    // A free from another thread reads the owner, then size and bin; the owner writes the
+    // free list, the counts and the bump pointer on every malloc and free.
+    auto line = [](size_t offset) { return offset / 64; };
+    size_t owner_line = line(offsetof(bx_block_t, free));
+    for (size_t written : {offsetof(bx_block_t, used), offsetof(bx_block_t, carved), offsetof(bx_block_t, slot_limit),
+                           offsetof(bx_block_t, chain_refs), offsetof(bx_block_t, prev), offsetof(bx_block_t, next)})
+        REQUIRE(line(written) == owner_line);
+    for (size_t read : {offsetof(bx_block_t, heap), offsetof(bx_block_t, owner_bin), offsetof(bx_block_t, size),
+                        offsetof(bx_block_t, div_magic), offsetof(bx_block_t, capacity), offsetof(bx_block_t, bin)})
+        REQUIRE(line(read) != owner_line);
+    REQUIRE(sizeof(bx_block_t) <= BX_BLOCK_HEADER);
+    REQUIRE(alignof(bx_block_t) == 64);
 }
