@@ -283,11 +283,15 @@ void bx_bin_keep_send_home(bx_block_t *keep, uint32_t n) {
     while (n--) {
         void *obj = bx_block_pop(keep);
         bx_object_mark_free(obj); /* still free: a second free of it must be caught */
+        /* Read once, before the push: the owner may drain the object, empty the block and
+         * give it back (its owner field then reads NO_OWNER) before the push returns. */
         bx_block_t *blk = bx_block_of(obj);
+        bx_heap_t *owner = blk->heap;
+        size_t size = blk->size;
         if (self)
-            send_home(self, blk->heap, obj, blk->size);
+            send_home(self, owner, obj, size);
         else
-            after_push(blk->heap, bx_remote_push(blk->heap, obj, blk->size));
+            after_push(owner, bx_remote_push(owner, obj, size));
     }
 }
 
