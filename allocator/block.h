@@ -36,7 +36,9 @@ typedef struct bx_block {
     uint32_t carved;             /* bytes of slots from the first one that were handed out at
                                   * least once: the rest were never used (a bump allocation);
                                   * the owner's alone (others test slot_limit) */
-    uint32_t slot_limit;         /* (slots carved) x bx_block_slot_step: bx_block_is_slot */
+    uint32_t slot_limit;         /* (slots carved) x bx_block_slot_step: bx_block_is_slot;
+                                  * other threads read it too, but carving writes it with
+                                  * each fresh slot (on the other line: batches +4-14%) */
     uint16_t used;               /* objects handed out and not freed */
     uint16_t chain_refs;         /* chain records naming this block */
     uint8_t list;                /* enum bx_block_list */

@@ -233,20 +233,21 @@ static inline void outbox_add(bx_heap_t *self, bx_heap_t *owner, void *obj, size
         outbox_switch_add(self, owner, obj, size);
 }
 
+/* One object straight onto the owner's list (no outbox: the owner is gone, or we are). */
+static BX_NOINLINE void send_home_unbatched(bx_heap_t *owner, void *obj, size_t size) {
+    after_push(owner, bx_remote_push(owner, obj, size));
+}
+
 void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
     bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
     /* A thread that only frees gets a heap too: its outbox batches the frees. */
     bx_heap_t *self = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
     if (self) self->counters.remote_frees++;
     if (!self || owner->state != BX_HEAP_LIVE) {
-        after_push(owner, bx_remote_push(owner, obj, size));
+        send_home_unbatched(owner, obj, size);
         return;
     }
     outbox_add(self, owner, obj, size);
-}
-
-static BX_NOINLINE void send_home_unbatched(bx_heap_t *owner, void *obj, size_t size) {
-    after_push(owner, bx_remote_push(owner, obj, size));
 }
 
 /* A freed small object of another heap goes to its owner: batched while the owner lives. */
@@ -291,7 +292,7 @@ void bx_bin_keep_send_home(bx_block_t *keep, uint32_t n) {
         if (self)
             send_home(self, owner, obj, size);
         else
-            after_push(owner, bx_remote_push(owner, obj, size));
+            send_home_unbatched(owner, obj, size);
     }
 }
 
