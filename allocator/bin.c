@@ -15,6 +15,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     b->max_chains = max_chains_for(size);
     b->index = index;
     b->allocs = b->frees = 0;
+    b->keep = NULL;
     for (int i = 0; i < BX_BIN_LISTS; i++) {
         b->lists[i] = NULL;
         b->list_len[i] = 0;
@@ -71,15 +72,14 @@ static void unref(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
     if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) place(b, blk, cache);
 }
 
-/* Drops the oldest chain. A keep block's objects are all counted by its chains (any of
- * them will do: they are interchangeable), so as many as the chain counted go home. */
+/* Drops the oldest chain. Kept objects are interchangeable: whichever of them the chain
+ * counted, that many stop being counted. */
 static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
     uint32_t count = bx_chainstack_record(&b->chains, 0)->count;
     bx_block_t *blk = bx_chainstack_drop_oldest(&b->chains);
     if (BX_UNLIKELY(bx_block_is_keep(blk))) {
         blk->chain_refs--;
-        b->frees -= count; /* they were never this bin's */
-        bx_bin_keep_send_home(blk, count);
+        bx_bin_keep_dropped(b, blk, count);
         return;
     }
     unref(b, blk, cache);
@@ -87,6 +87,8 @@ static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
 
 void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache) {
     unref(b, bx_chainstack_pop(&b->chains), cache);
+    /* Kept objects next, while they are still in this CPU's cache. */
+    if (bx_bin_has_uncounted_kept(b)) bx_bin_take_kept(b);
 }
 
 void *bx_bin_chain_exhausted_ret(bx_bin_t *b, bx_blockcache_t *cache, void *obj) {
@@ -94,7 +96,7 @@ void *bx_bin_chain_exhausted_ret(bx_bin_t *b, bx_blockcache_t *cache, void *obj)
     return obj;
 }
 
-static void enqueue(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
+void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
     if (blk->list != BX_LIST_QUEUE) {
         list_unlink(b, blk);
         blk->list = BX_LIST_QUEUE;
@@ -119,7 +121,7 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
     bx_block_t *top = b->chains.top.block;
     if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top)) unref(b, bx_chainstack_pop(&b->chains), cache);
-    enqueue(b, blk, 1);
+    bx_bin_push_chain(b, blk, 1);
     while (over_bound(b)) drop_oldest(b, cache);
 }
 
@@ -139,7 +141,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
         bx_block_init(blk, heap, b, b->index, b->size);
     }
     /* All its free objects become one chain on top. */
-    enqueue(b, blk, bx_block_free_count(blk));
+    bx_bin_push_chain(b, blk, bx_block_free_count(blk));
     return bx_bin_alloc(b, cache);
 }
 

@@ -27,14 +27,22 @@ typedef struct bx_bin {
                            * difference is what the bound needs, the first is a statistic) */
     bx_block_t *lists[BX_BIN_LISTS]; /* heads of the full / almost full / almost empty lists */
     uint32_t list_len[BX_BIN_LISTS];  /* both indexed by bx_bin_list_slot */
+    bx_block_t *keep;     /* the heap's keep block of the size (heap.h); NULL outside a heap */
 } __attribute__((aligned(BX_SMALL_BIN_STRIDE))) bx_bin_t;
 BX_STATIC_ASSERT(sizeof(bx_bin_t) == BX_SMALL_BIN_STRIDE, "bins lie BX_SMALL_BIN_STRIDE apart (sizeclass.h)");
 
 /* A keep block (heap.h) stands in chains for objects of other heaps that this thread
  * freed: no real block in a chain lacks an owner. */
 static inline bool bx_block_is_keep(const bx_block_t *blk) { return blk->heap == BX_BLOCK_NO_OWNER; }
-/* Takes n objects off a keep block and sends them to their owners (heap.c). */
-void bx_bin_keep_send_home(bx_block_t *keep, uint32_t n);
+/* Puts the kept objects that no chain counts on top as one chain (heap.c: the heap counts
+ * what it keeps). */
+void bx_bin_take_kept(bx_bin_t *b);
+static inline bool bx_bin_has_uncounted_kept(const bx_bin_t *b) {
+    return b->keep && bx_block_free_count(b->keep) && !b->keep->chain_refs;
+}
+/* The bound dropped a chain of `count` kept objects: they stay kept, no longer counted, while
+ * the heap's bound on kept memory allows, else go home (heap.c). */
+void bx_bin_keep_dropped(bx_bin_t *b, bx_block_t *keep, uint32_t count);
 
 /* Objects of the bin handed out and not yet freed. */
 static inline size_t bx_bin_allocated(const bx_bin_t *b) { return b->allocs - b->frees; }
@@ -51,6 +59,8 @@ uint32_t bx_bin_bound(const bx_bin_t *b);
 void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap);
 void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache);
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache);
+/* Puts a chain of `count` of blk's free objects on top (a keep block's, or a refill's). */
+void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count);
 /* A free that bypasses the chain stack (frees from other threads, DESIGN §4). */
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache);
 /* Drops the top chain if its block is entirely free (the block goes back to the cache when

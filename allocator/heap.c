@@ -48,7 +48,7 @@ static bx_heap_t *heap_create(int node, int state) {
         uint32_t n = bx_bin_ring_size(bx_small_size[i]);
         bx_bin_init(&h->small[i], i, bx_small_size[i], ring, n);
         ring += n;
-        bx_block_t *k = &h->keep[i];
+        bx_block_t *k = h->small[i].keep = &h->keep[i];
         k->heap = BX_BLOCK_NO_OWNER;
         k->size = bx_small_size[i];
         k->bin = (uint8_t)i;
@@ -131,11 +131,16 @@ void bx_heap_drain(bx_heap_t *h) {
     if (bytes) atomic_fetch_sub_explicit(&h->remote_bytes, bytes, memory_order_relaxed);
 }
 
+static void keep_release(bx_heap_t *h, unsigned bin);
+
 void bx_heap_release_free(bx_heap_t *h) {
     bx_heap_flush_outbox(h);
     bx_heap_drain(h);
-    for (unsigned i = 0; i < bx_small_bins; i++) bx_bin_flush(&h->small[i], &h->small_blocks);
-    bx_heap_flush_outbox(h); /* kept objects that the flush sent home */
+    for (unsigned i = 0; i < bx_small_bins; i++) {
+        bx_bin_flush(&h->small[i], &h->small_blocks);
+        keep_release(h, i);
+    }
+    bx_heap_flush_outbox(h); /* the kept objects just sent home */
     bx_blockcache_flush(&h->small_blocks);
     for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_flush(&h->medium[i]);
 }
@@ -266,21 +271,29 @@ void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     bx_bin_t *b = &self->small[bin];
     /* Only for a size this thread allocates itself: a thread that only frees keeps nothing. */
     if (BX_LIKELY(bx_block_free_count(keep) < self->keep_limit[bin] && b->allocs && owner->node == self->node)) {
-        bx_block_push(keep, obj);
-        b->frees++;
         if (BX_LIKELY(b->chains.top.block == keep)) {
+            bx_block_push(keep, obj);
+            b->frees++;
             b->chains.top.count++;
             return;
         }
-        bx_bin_new_chain(b, keep, &self->small_blocks); /* the tail calls need no frame */
-        return;
+        /* Not counted by a chain (starting one per object would churn the stack): a malloc
+         * takes them all at once when the bin's chains run out. */
+        if (BX_LIKELY(self->kept_bytes < BX_KEEP_HEAP_BYTES)) {
+            bx_block_push(keep, obj);
+            b->frees++;
+            self->kept_bytes += blk->size;
+            return;
+        }
     }
     bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
     send_home(self, owner, obj, blk->size);
 }
 
-void bx_bin_keep_send_home(bx_block_t *keep, uint32_t n) {
+/* Takes n objects off a keep block and sends them to their owners. */
+static void keep_send_home(bx_bin_t *b, bx_block_t *keep, uint32_t n) {
     bx_heap_t *self = bx_tls_heap; /* NULL during the thread's own teardown */
+    b->frees -= n; /* they were never this bin's */
     while (n--) {
         void *obj = bx_block_pop(keep);
         bx_object_mark_free(obj); /* still free: a second free of it must be caught */
@@ -296,12 +309,48 @@ void bx_bin_keep_send_home(bx_block_t *keep, uint32_t n) {
     }
 }
 
+static bx_heap_t *heap_of_keep(bx_block_t *keep) {
+    return (bx_heap_t *)((char *)(keep - keep->bin) - offsetof(bx_heap_t, keep));
+}
+
+void bx_bin_take_kept(bx_bin_t *b) {
+    bx_block_t *keep = b->keep;
+    uint32_t kept = bx_block_free_count(keep);
+    heap_of_keep(keep)->kept_bytes -= (size_t)kept * keep->size;
+    bx_bin_push_chain(b, keep, kept);
+}
+
+void bx_bin_keep_dropped(bx_bin_t *b, bx_block_t *keep, uint32_t count) {
+    bx_heap_t *h = heap_of_keep(keep);
+    if (h->kept_bytes < BX_KEEP_HEAP_BYTES && h->state == BX_HEAP_LIVE) {
+        h->kept_bytes += (size_t)count * keep->size;
+        return;
+    }
+    keep_send_home(b, keep, count);
+}
+
+/* Sends home the kept objects of a bin that no chain counts (all of them when the bin has
+ * no chain). */
+static void keep_release(bx_heap_t *h, unsigned bin) {
+    bx_block_t *keep = &h->keep[bin];
+    if (keep->chain_refs) return;
+    uint32_t n = bx_block_free_count(keep);
+    if (!n) return;
+    h->kept_bytes -= (size_t)n * keep->size;
+    keep_send_home(&h->small[bin], keep, n);
+}
+
 /* ---- allocation ------------------------------------------------------------------------ */
 
 void bx_heap_tick(bx_heap_t *h) {
     uint64_t now = bx_now_ms();
     if (now < h->next_purge_ms) return;
     h->next_purge_ms = now + (bx_options.decay_ms ? bx_options.decay_ms : 1);
+    for (unsigned i = 0; i < bx_small_bins; i++) {
+        /* Kept objects of a size the thread stopped allocating are of no use here. */
+        if (h->small[i].allocs == h->allocs_at_tick[i]) keep_release(h, i);
+        h->allocs_at_tick[i] = h->small[i].allocs;
+    }
     bx_heap_flush_outbox(h);
     bx_blockcache_decay(&h->small_blocks);
     for (unsigned i = 0; i < bx_medium_bins; i++) bx_blockcache_decay(&h->medium[i]);
@@ -332,6 +381,11 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
         bx_heap_drain(h);
         void *p = bx_bin_alloc(b, &h->small_blocks);
         if (p) return p;
+    }
+    /* Objects kept since the bin's chains ran out. */
+    if (bx_bin_has_uncounted_kept(b)) {
+        bx_bin_take_kept(b);
+        return bx_bin_alloc(b, &h->small_blocks);
     }
     if (!b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] && !b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)] &&
         bx_blockcache_would_grow(&h->small_blocks))

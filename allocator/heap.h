@@ -44,13 +44,16 @@ typedef struct bx_outbox_slot {
  * of two; its pages are touched only by a heap that receives remote frees. */
 #define BX_INBOX_SLOTS 16384u
 
-/* Small objects of other heaps that this thread freed are kept for its own next mallocs
- * (they are in this CPU's cache): pushed onto a keep block, one per bin, that takes part
- * in the chain stack like a real block. At most this much per bin, only for sizes the
- * thread allocates, and never objects from another NUMA node. */
-#define BX_KEEP_BYTES (16 * BX_KB)
+/* Small objects of other heaps that this thread frees are kept for its own mallocs (they
+ * are in this CPU's cache), as tcmalloc's thread caches keep them: pushed onto a keep block,
+ * one per bin, which becomes the bin's top chain with all it holds when the current top
+ * chain runs out. At most this much per bin and per heap, only for sizes the thread
+ * allocates, never objects of another NUMA node; kept objects of a bin that allocated
+ * nothing for a decay delay go home. */
+#define BX_KEEP_BYTES (256 * BX_KB)
 #define BX_KEEP_MIN 4
-#define BX_KEEP_MAX 64
+#define BX_KEEP_MAX 1024
+#define BX_KEEP_HEAP_BYTES (2 * BX_MB)
 
 typedef struct bx_heap {
     /* Read by other threads' frees: on a line of their own, never written on a hot path. */
@@ -66,6 +69,8 @@ typedef struct bx_heap {
     bx_heap_counters_t counters;
     bx_block_t keep[BX_SMALL_BINS_MAX] __attribute__((aligned(64)));
     uint16_t keep_limit[BX_SMALL_BINS_MAX];
+    size_t kept_bytes;              /* kept objects that no chain counts */
+    size_t allocs_at_tick[BX_SMALL_BINS_MAX]; /* each bin's allocs at the last decay tick */
     uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */
     bx_outbox_slot_t outbox[BX_OUTBOX_SLOTS];
     unsigned outbox_victim;
