@@ -746,6 +746,22 @@ TEST_CASE("malloc/free from atexit handlers and main-thread TLS destructors at e
     REQUIRE(got.size() == 2);
 }
 
+// Numbered phases that the threads of a test wait for and advance.
+struct Phases {
+    std::mutex mu;
+    std::condition_variable cv;
+    int phase = 0;
+    void wait_for(int p) {
+        std::unique_lock<std::mutex> g(mu);
+        cv.wait(g, [&] { return phase >= p; });
+    }
+    void advance(int p) {
+        std::lock_guard<std::mutex> g(mu);
+        phase = p;
+        cv.notify_all();
+    }
+};
+
 // ---------------------------------------------------------------------------------------------
 TEST_CASE("remote frees past the owner's inbox while it sleeps: every object comes back", "[api][threads][remote]") {
     // Another thread frees all of them while their owner waits: more batches than the
@@ -820,18 +836,7 @@ TEST_CASE("a thread keeps at most 2 MB of other heaps' objects: the rest go home
     constexpr size_t kBound = 2 * 1024 * 1024;
     std::vector<void *> objs(N);
     std::vector<size_t> sizes(N);
-    std::mutex mu;
-    std::condition_variable cv;
-    int phase = 0; // 1: owner allocated, 2: keeper done
-    auto wait_for = [&](int p) {
-        std::unique_lock<std::mutex> g(mu);
-        cv.wait(g, [&] { return phase >= p; });
-    };
-    auto advance = [&](int p) {
-        std::lock_guard<std::mutex> g(mu);
-        phase = p;
-        cv.notify_all();
-    };
+    Phases phases; // 1: owner allocated, 2: keeper done
     size_t kept = 0, largest = 0;
     std::thread owner([&] {
         Rng rng(5);
@@ -839,12 +844,12 @@ TEST_CASE("a thread keeps at most 2 MB of other heaps' objects: the rest go home
             sizes[i] = 512 + rng.below(1537);
             memset(objs[i] = a_malloc(sizes[i]), 3, 16);
         }
-        advance(1);
-        wait_for(2); // alive and idle while the keeper counts
+        phases.advance(1);
+        phases.wait_for(2); // alive and idle while the keeper counts
     });
     std::thread keeper([&] {
         for (size_t n = 512; n <= 2048; n += 16) a_free(a_malloc(n));
-        wait_for(1);
+        phases.wait_for(1);
         std::set<void *> owners(objs.begin(), objs.end());
         for (void *p : objs) a_free(p);
         std::vector<void *> mine;
@@ -857,7 +862,7 @@ TEST_CASE("a thread keeps at most 2 MB of other heaps' objects: the rest go home
             }
         }
         for (void *p : mine) a_free(p);
-        advance(2);
+        phases.advance(2);
     });
     owner.join();
     keeper.join();
@@ -877,25 +882,14 @@ TEST_CASE("kept objects of a size the freeing thread stopped allocating go back 
     constexpr int N = 400;
     constexpr size_t kSize = 100;
     std::vector<void *> objs(N);
-    std::mutex mu;
-    std::condition_variable cv;
-    int phase = 0; // 1: owner allocated, 2: keeper done, 3: owner checked
-    auto wait_for = [&](int p) {
-        std::unique_lock<std::mutex> g(mu);
-        cv.wait(g, [&] { return phase >= p; });
-    };
-    auto advance = [&](int p) {
-        std::lock_guard<std::mutex> g(mu);
-        phase = p;
-        cv.notify_all();
-    };
+    Phases phases; // 1: owner allocated, 2: keeper done, 3: owner checked
     auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(1100)); };
     auto slow_path = [] { a_free(a_malloc(kSmallMax + 1000)); }; // a medium malloc ticks
     size_t reused = 0;
     std::thread owner([&] {
         for (auto &p : objs) memset(p = a_malloc(kSize), 3, kSize);
-        advance(1);
-        wait_for(2);
+        phases.advance(1);
+        phases.wait_for(2);
         std::set<void *> old(objs.begin(), objs.end());
         std::vector<void *> again;
         for (int i = 0; i < 4 * N; i++) {
@@ -903,19 +897,19 @@ TEST_CASE("kept objects of a size the freeing thread stopped allocating go back 
             reused += old.count(again.back());
         }
         for (void *p : again) a_free(p);
-        advance(3);
+        phases.advance(3);
     });
     std::thread keeper([&] {
         a_free(a_malloc(kSize)); // a size this thread allocates: it keeps other heaps' objects
         slow_path();
         pause();
         slow_path(); // the size was allocated since the last tick: not idle yet
-        wait_for(1);
+        phases.wait_for(1);
         for (void *p : objs) a_free(p);
         pause();
         slow_path(); // idle for a whole delay: the kept objects go home
-        advance(2);
-        wait_for(3);
+        phases.advance(2);
+        phases.wait_for(3);
     });
     owner.join();
     keeper.join();
