@@ -68,16 +68,21 @@ TEST_CASE("the slot start of an over-allocated aligned object is not ours to fre
     // room than its unpadded neighbours of the same bin, by exactly its offset in the slot
     // (checked mode reports the requested size instead, and has its own layout).
     if (checked_mode()) return;
+    // Slots of a bin whose size is a multiple of 2048 B are all aligned: try a few sizes.
     std::vector<char *> objs;
     char *padded = nullptr, *slot = nullptr;
-    for (int i = 0; i < 16; i++) objs.push_back(static_cast<char *>(a_aligned_alloc(2048, 20000)));
-    size_t room = 0;
-    for (char *o : objs) room = std::max(room, a_usable(o));
-    for (char *o : objs)
-        if (a_usable(o) < room) padded = o, slot = o - (room - a_usable(o));
+    size_t size = 0;
+    for (size_t n : {size_t(20000), size_t(28000), size_t(44000)}) {
+        size_t before = objs.size(), room = 0;
+        for (int i = 0; i < 16; i++) objs.push_back(static_cast<char *>(a_aligned_alloc(2048, n)));
+        for (size_t i = before; i < objs.size(); i++) room = std::max(room, a_usable(objs[i]));
+        for (size_t i = before; i < objs.size(); i++)
+            if (a_usable(objs[i]) < room) padded = objs[i], slot = objs[i] - (room - a_usable(objs[i])), size = n;
+        if (padded) break;
+    }
     REQUIRE(padded != nullptr);
     auto [sig2, err2] = in_child([&] { a_free(slot); });
-    INFO("free(" << (void *)slot << "), the slot of aligned_alloc(2048, 20000) = " << (void *)padded << ": " << err2);
+    INFO("free(" << (void *)slot << "), the slot of aligned_alloc(2048, " << size << ") = " << (void *)padded << ": " << err2);
     REQUIRE(sig2 == SIGABRT);
     REQUIRE(err2.find("free(): invalid pointer") != std::string::npos);
     for (char *o : objs) a_free(o);

@@ -13,7 +13,7 @@ static bx_superblock_t *sb_of(void *block) { return (bx_superblock_t *)bx_span_o
 
 TEST_CASE("block allocator: takes from the fullest superblock; heap order and positions hold", "[superblock]") {
     bx_sizeclass_init();
-    for (uint32_t block_size : {uint32_t(BX_BLOCK_SIZE), uint32_t(bx_medium_size[40])}) {
+    for (uint32_t block_size : {uint32_t(BX_BLOCK_SIZE), uint32_t(bx_medium_size[bx_medium_bin(256 * 1024)])}) {
         unsigned tag = block_size == BX_BLOCK_SIZE ? BX_TAG_SMALL : BX_TAG_MEDIUM;
         bx_blockalloc_t ba;
         bx_blockalloc_init(&ba, fake_heap(), tag, block_size, 0);
