@@ -79,7 +79,7 @@ static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
     bx_block_t *blk = bx_chainstack_drop_oldest(&b->chains);
     if (BX_UNLIKELY(bx_block_is_keep(blk))) {
         blk->chain_refs--;
-        bx_bin_keep_dropped(b, blk, count);
+        bx_bin_keep_dropped(b, count); /* blk is b->keep */
         return;
     }
     unref(b, blk, cache);

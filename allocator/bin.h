@@ -42,7 +42,7 @@ static inline bool bx_bin_has_uncounted_kept(const bx_bin_t *b) {
 }
 /* The bound dropped a chain of `count` kept objects: they stay kept, no longer counted, while
  * the heap's bound on kept memory allows, else go home (heap.c). */
-void bx_bin_keep_dropped(bx_bin_t *b, bx_block_t *keep, uint32_t count);
+void bx_bin_keep_dropped(bx_bin_t *b, uint32_t count);
 
 /* Objects of the bin handed out and not yet freed. */
 static inline size_t bx_bin_allocated(const bx_bin_t *b) { return b->allocs - b->frees; }

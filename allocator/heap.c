@@ -271,18 +271,16 @@ void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     bx_bin_t *b = &self->small[bin];
     /* Only for a size this thread allocates itself: a thread that only frees keeps nothing. */
     if (BX_LIKELY(bx_block_free_count(keep) < self->keep_limit[bin] && b->allocs && owner->node == self->node)) {
-        if (BX_LIKELY(b->chains.top.block == keep)) {
+        /* Off the top chain it is counted by none (starting one per object would churn the
+         * stack): a malloc takes them all at once when the bin's chains run out. */
+        bool on_top = b->chains.top.block == keep;
+        if (BX_LIKELY(on_top || self->kept_bytes < BX_KEEP_HEAP_BYTES)) {
             bx_block_push(keep, obj);
             b->frees++;
-            b->chains.top.count++;
-            return;
-        }
-        /* Not counted by a chain (starting one per object would churn the stack): a malloc
-         * takes them all at once when the bin's chains run out. */
-        if (BX_LIKELY(self->kept_bytes < BX_KEEP_HEAP_BYTES)) {
-            bx_block_push(keep, obj);
-            b->frees++;
-            self->kept_bytes += blk->size;
+            if (on_top)
+                b->chains.top.count++;
+            else
+                self->kept_bytes += blk->size;
             return;
         }
     }
@@ -309,35 +307,32 @@ static void keep_send_home(bx_bin_t *b, bx_block_t *keep, uint32_t n) {
     }
 }
 
-static bx_heap_t *heap_of_keep(bx_block_t *keep) {
-    return (bx_heap_t *)((char *)(keep - keep->bin) - offsetof(bx_heap_t, keep));
-}
+static bx_heap_t *heap_of_bin(bx_bin_t *b) { return bx_heap_of_bins(b - b->index); }
 
 void bx_bin_take_kept(bx_bin_t *b) {
     bx_block_t *keep = b->keep;
     uint32_t kept = bx_block_free_count(keep);
-    heap_of_keep(keep)->kept_bytes -= (size_t)kept * keep->size;
+    heap_of_bin(b)->kept_bytes -= (size_t)kept * keep->size;
     bx_bin_push_chain(b, keep, kept);
 }
 
-void bx_bin_keep_dropped(bx_bin_t *b, bx_block_t *keep, uint32_t count) {
-    bx_heap_t *h = heap_of_keep(keep);
+void bx_bin_keep_dropped(bx_bin_t *b, uint32_t count) {
+    bx_heap_t *h = heap_of_bin(b);
     if (h->kept_bytes < BX_KEEP_HEAP_BYTES && h->state == BX_HEAP_LIVE) {
-        h->kept_bytes += (size_t)count * keep->size;
+        h->kept_bytes += (size_t)count * b->keep->size;
         return;
     }
-    keep_send_home(b, keep, count);
+    keep_send_home(b, b->keep, count);
 }
 
 /* Sends home the kept objects of a bin that no chain counts (all of them when the bin has
  * no chain). */
 static void keep_release(bx_heap_t *h, unsigned bin) {
-    bx_block_t *keep = &h->keep[bin];
-    if (keep->chain_refs) return;
-    uint32_t n = bx_block_free_count(keep);
-    if (!n) return;
-    h->kept_bytes -= (size_t)n * keep->size;
-    keep_send_home(&h->small[bin], keep, n);
+    bx_bin_t *b = &h->small[bin];
+    if (!bx_bin_has_uncounted_kept(b)) return;
+    uint32_t n = bx_block_free_count(b->keep);
+    h->kept_bytes -= (size_t)n * b->keep->size;
+    keep_send_home(b, b->keep, n);
 }
 
 /* ---- allocation ------------------------------------------------------------------------ */
