@@ -86,7 +86,9 @@ static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
 }
 
 void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache) {
-    unref(b, bx_chainstack_pop(&b->chains), cache);
+    bx_block_t *blk = bx_chainstack_pop(&b->chains);
+    bx_block_share_slot_limit(blk);
+    unref(b, blk, cache);
     /* Kept objects next, while they are still in this CPU's cache. */
     if (bx_bin_has_uncounted_kept(b)) bx_bin_take_kept(b);
 }

@@ -8,6 +8,7 @@ static uint32_t div_magic_for(uint32_t size) { return (uint32_t)((((uint64_t)1) 
 void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size) {
     b->free = NULL;
     b->carved = b->slot_limit = 0;
+    b->shared_slot_limit = 0;
     b->heap = heap;
     b->owner_bin = owner_bin;
     b->prev = b->next = NULL;
@@ -24,9 +25,10 @@ bool bx_block_check_header(const bx_block_t *b) {
     uint32_t size = b->size;
     if (size < BX_MIN_OBJECT || size > BX_SMALL_MAX || size % BX_ALIGNMENT) return false;
     if (b->capacity != (BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size || b->div_magic != div_magic_for(size)) return false;
-    /* Any thread may check: slot_limit alone, as free reads it (carved is the owner's). */
-    uint32_t limit = bx_block_slot_limit(b), step = bx_block_slot_step(b);
-    if (!step || limit % step || limit / step > b->capacity) return false;
+    /* Any thread may check: the limits free reads (carved is the owner's). The published one
+     * first: it is a past value of the other, which only grows while anyone may check. */
+    uint32_t shared = bx_block_shared_slot_limit(b), limit = bx_block_slot_limit(b), step = bx_block_slot_step(b);
+    if (!step || limit % step || limit / step > b->capacity || shared % step || shared > limit) return false;
     return b->used <= b->capacity && b->list < BX_LIST_COUNT;
 }
 

@@ -37,8 +37,8 @@ typedef struct bx_block {
                                   * least once: the rest were never used (a bump allocation);
                                   * the owner's alone (others test slot_limit) */
     uint32_t slot_limit;         /* (slots carved) x bx_block_slot_step: bx_block_is_slot;
-                                  * other threads read it too, but carving writes it with
-                                  * each fresh slot (on the other line: batches +4-14%) */
+                                  * carving writes it with each fresh slot (on the other
+                                  * line: batches +4-14%) */
     uint16_t used;               /* objects handed out and not freed */
     uint16_t chain_refs;         /* chain records naming this block */
     uint8_t list;                /* enum bx_block_list */
@@ -51,6 +51,9 @@ typedef struct bx_block {
     uint32_t div_magic;          /* floor(2^32 / size) + 1: quotients and divisibility by size */
     uint16_t capacity;           /* objects that fit */
     uint8_t bin;
+    uint32_t shared_slot_limit;  /* a past slot_limit, published when a chain of the block
+                                  * runs out: other threads test it first, so their frees
+                                  * leave the owner's line alone */
 } bx_block_t;
 
 BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
@@ -65,6 +68,13 @@ static inline char *bx_block_first(bx_block_t *b) { return (char *)b + BX_BLOCK_
 /* Relaxed atomic: other threads' frees and checks read it (it only grows while the block
  * holds live objects); a plain move on x86. */
 static inline uint32_t bx_block_slot_limit(const bx_block_t *b) { return __atomic_load_n(&b->slot_limit, __ATOMIC_RELAXED); }
+static inline uint32_t bx_block_shared_slot_limit(const bx_block_t *b) {
+    return __atomic_load_n(&b->shared_slot_limit, __ATOMIC_RELAXED);
+}
+/* The owner, off its hot paths: one write of the read-mostly line per change. */
+static inline void bx_block_share_slot_limit(bx_block_t *b) {
+    if (b->shared_slot_limit != b->slot_limit) __atomic_store_n(&b->shared_slot_limit, b->slot_limit, __ATOMIC_RELAXED);
+}
 /* What slot_limit grows by per slot carved: div_magic x size - 2^32, from 1 to size. */
 static inline uint32_t bx_block_slot_step(const bx_block_t *b) { return b->div_magic * b->size; }
 /* The first slot never handed out (for the owner). */
@@ -102,10 +112,12 @@ static inline char *bx_block_object(bx_block_t *b, const void *p) {
  * least div_magic unless size divides o (Lemire, Kaser and Kurz, "Faster remainder by
  * direct computation"), and is (o / size) x slot_step when it does. slot_limit, the slots
  * carved times slot_step, stays below div_magic: the product is below it exactly for the
- * carved slots. Checked for every size and offset by test_block.cpp. */
+ * carved slots. Checked for every size and offset by test_block.cpp. Any thread: the
+ * published bound first, which holds for the slots of all but a block's last chain. */
 BX_STATIC_ASSERT(BX_SMALL_MAX < (1u << 14) && BX_BLOCK_SIZE <= (1u << 16), "bx_block_is_slot's bounds");
 static inline bool bx_block_is_slot(const bx_block_t *b, const void *p) {
-    return bx_block_offset(p) * b->div_magic < bx_block_slot_limit(b);
+    uint32_t product = bx_block_offset(p) * b->div_magic;
+    return product < bx_block_shared_slot_limit(b) || product < bx_block_slot_limit(b);
 }
 /* The same for the owner, the only writer of slot_limit: a plain read, folded into the compare. */
 static inline bool bx_block_is_own_slot(const bx_block_t *b, const void *p) {

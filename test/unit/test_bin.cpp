@@ -141,6 +141,23 @@ TEST_CASE("bin: refill prefers almost-full, then almost-empty, then a new block"
     REQUIRE(bx_bin_check(&f.bin));
 }
 
+TEST_CASE("bin: a block's chain running out publishes its slot limit for other threads' frees", "[bin]") {
+    BinFixture f(12);
+    uint32_t per = f.bin.per_block;
+    std::vector<char *> objs;
+    for (uint32_t i = 0; i + 1 < per; i++) objs.push_back(static_cast<char *>(f.alloc()));
+    bx_block_t *blk = bx_block_of(objs[0]);
+    // Carving writes the owner's line only: others still test its slot_limit.
+    REQUIRE(blk->shared_slot_limit == 0);
+    REQUIRE(bx_block_is_slot(blk, objs.back()));
+    objs.push_back(static_cast<char *>(f.alloc())); // the chain runs out
+    REQUIRE(bx_block_of(objs.back()) == blk);
+    REQUIRE(blk->shared_slot_limit == blk->slot_limit);
+    REQUIRE(blk->slot_limit == per * bx_block_slot_step(blk));
+    for (char *p : objs) f.free_local(p);
+    REQUIRE(bx_bin_check(&f.bin));
+}
+
 TEST_CASE("bin: an emptied block goes back to the shared block cache and another size class reuses it", "[bin]") {
     bx_sizeclass_init();
     // Two bins sharing one block cache, as a thread's bins do.

@@ -18,17 +18,21 @@ TEST_CASE("block: slot tests agree with division for every size and offset", "[b
         bx_block_init(blk, fake_heap(), nullptr, bin, size);
         REQUIRE(bx_block_check_header(blk));
         uint32_t capacity = blk->capacity;
-        // Nothing carved, some carved, all carved.
+        // Nothing carved, some carved, all carved; the published limit none, half or all of it.
         for (uint32_t carved_slots : {0u, 1u, capacity / 2, capacity}) {
-            blk->carved = carved_slots * size;
-            blk->slot_limit = carved_slots * bx_block_slot_step(blk);
-            for (uint32_t at = 0; at < BX_BLOCK_SIZE; at++) {
-                const char *p = static_cast<char *>(mem) + at;
-                bool in_slots = p >= first;
-                size_t off = in_slots ? (size_t)(p - first) : 0;
-                bool expect_slot = in_slots && off % size == 0 && off < blk->carved;
-                const char *expect_object = in_slots && off / size < capacity ? first + off / size * size : nullptr;
-                if (bx_block_is_slot(blk, p) != expect_slot || bx_block_object(blk, p) != expect_object) mismatches++;
+            for (uint32_t shared_slots : {0u, carved_slots / 2, carved_slots}) {
+                blk->carved = carved_slots * size;
+                blk->slot_limit = carved_slots * bx_block_slot_step(blk);
+                blk->shared_slot_limit = shared_slots * bx_block_slot_step(blk);
+                REQUIRE(bx_block_check_header(blk));
+                for (uint32_t at = 0; at < BX_BLOCK_SIZE; at++) {
+                    const char *p = static_cast<char *>(mem) + at;
+                    bool in_slots = p >= first;
+                    size_t off = in_slots ? (size_t)(p - first) : 0;
+                    bool expect_slot = in_slots && off % size == 0 && off < blk->carved;
+                    const char *expect_object = in_slots && off / size < capacity ? first + off / size * size : nullptr;
+                    if (bx_block_is_slot(blk, p) != expect_slot || bx_block_object(blk, p) != expect_object) mismatches++;
+                }
             }
         }
     }
@@ -61,15 +65,17 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
 }
 
 TEST_CASE("block: the header fields other threads read first are off the owner's written line", "[block]") {
-    // A free from another thread reads the owner, then size and bin; the owner writes the
-    // free list, the counts and the bump pointer on every malloc and free.
+    // A free from another thread reads the owner, then size, bin and the published slot
+    // limit; the owner writes the free list, the counts and the bump pointer on every
+    // malloc and free.
     auto line = [](size_t offset) { return offset / 64; };
     size_t owner_line = line(offsetof(bx_block_t, free));
     for (size_t written : {offsetof(bx_block_t, used), offsetof(bx_block_t, carved), offsetof(bx_block_t, slot_limit),
                            offsetof(bx_block_t, chain_refs), offsetof(bx_block_t, prev), offsetof(bx_block_t, next)})
         REQUIRE(line(written) == owner_line);
     for (size_t read : {offsetof(bx_block_t, heap), offsetof(bx_block_t, owner_bin), offsetof(bx_block_t, size),
-                        offsetof(bx_block_t, div_magic), offsetof(bx_block_t, capacity), offsetof(bx_block_t, bin)})
+                        offsetof(bx_block_t, div_magic), offsetof(bx_block_t, capacity), offsetof(bx_block_t, bin),
+                        offsetof(bx_block_t, shared_slot_limit)})
         REQUIRE(line(read) != owner_line);
     REQUIRE(sizeof(bx_block_t) <= BX_BLOCK_HEADER);
     REQUIRE(alignof(bx_block_t) == 64);
