@@ -385,16 +385,11 @@ BX_API void *bobox_realloc(void *p, size_t size) {
     /* Fits, and would not waste more than half: keep it. */
     if (size <= r.usable && (size >= r.usable / 2 || r.usable <= 64)) return p;
     if (r.tag == BX_TAG_LARGE && size > BX_MEDIUM_MAX) {
-        /* Growing: a cached mapping whose pages are already there costs a copy, which is
-         * cheaper than faulting in the pages that mremap would add. */
-        void *q = size > r.usable && bx_tls_heap ? bx_large_alloc_cached(size, bx_tls_heap->node) : NULL;
-        if (q) {
-            memcpy(q, p, r.usable);
-            /* The smaller mapping it leaves is not worth keeping: the object grew. */
-            bx_large_free_to(r.large, false);
-            return q;
-        }
-        q = bx_large_realloc(r.large, size);
+        /* mremap, not a cached mapping and a copy: the pages it adds are faulted in, but the
+         * mapping grows, so the number of large mappings grows to the program's peak need
+         * (taking a cached one and unmapping the smaller kept it below, and those threads
+         * faulted in fresh mappings again and again). */
+        void *q = bx_large_realloc(r.large, size);
         if (q) return q;
     }
     /* Growing by small steps (appending to a string or a vector) would move the object at

@@ -82,20 +82,6 @@ static bx_large_t *from_cache(size_t need, int node) {
     return found;
 }
 
-void *bx_large_alloc_cached(size_t size, int node) {
-    if (size > PTRDIFF_MAX - 2 * page()) return NULL;
-    bx_large_t *l = from_cache(page() + bx_align_up(size < BX_BLOCK_SIZE ? BX_BLOCK_SIZE : size, page()), node);
-    if (!l) return NULL;
-    l->usable = l->map_size - (size_t)(l->user - l->base);
-    if (!publish(l)) {
-        bx_os_unmap(l->base, l->map_size);
-        return NULL;
-    }
-    atomic_fetch_add_explicit(&live_objects, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&live_bytes, l->usable, memory_order_relaxed);
-    return l->user;
-}
-
 void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
     /* Each object spans at least one 64 KB chunk, so no two share the pagemap entry of
      * their address. */
@@ -175,14 +161,12 @@ static size_t release(bx_large_t *l) {
     return bytes;
 }
 
-void bx_large_free(bx_large_t *l) { bx_large_free_to(l, true); }
-
-void bx_large_free_to(bx_large_t *l, bool cache) {
+void bx_large_free(bx_large_t *l) {
     unpublish(l);
     atomic_fetch_sub_explicit(&live_objects, 1, memory_order_relaxed);
     atomic_fetch_sub_explicit(&live_bytes, l->usable, memory_order_relaxed);
     bx_large_t *expired = NULL;
-    if (cache && l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
+    if (l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
         l->cached_since_ms = bx_now_ms();
         bx_lock(&cache_lock);
         cache_insert(l);

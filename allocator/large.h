@@ -23,11 +23,8 @@ typedef struct bx_large {
 /* An object of at least `size` bytes aligned to `alignment`, or NULL (ENOMEM).
  * *fresh is set when the memory comes straight from the OS (already zero). */
 void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh);
-/* Only from the cache: NULL unless a cached mapping fits (its pages are already there). */
-void *bx_large_alloc_cached(size_t size, int node);
+/* Frees into the cache (straight back to the OS when it does not fit there). */
 void bx_large_free(bx_large_t *large);
-/* Frees into the cache, or (cache false) straight back to the OS. */
-void bx_large_free_to(bx_large_t *large, bool cache);
 /* Resizes in place or by moving the mapping; NULL if it cannot (the old object stays). */
 void *bx_large_realloc(bx_large_t *large, size_t size);
 /* Returns cached mappings to the OS: those idle past the decay delay, or all. */

@@ -36,3 +36,37 @@ TEST_CASE("large reallocs in several threads keep every object valid", "[api][th
     for (auto &th : threads) th.join();
     for (int t = 0; t < THREADS; t++) REQUIRE(errors[t] == 0);
 }
+
+TEST_CASE("a large object grows its own mapping and leaves cached mappings to the next malloc", "[api][realloc]") {
+    // Taking a cached mapping to grow into (and unmapping the smaller one) kept the number of
+    // mappings below what threads growing vectors side by side need: they mapped and faulted
+    // fresh ones again and again (bench/realloc).
+    api::get_stats_fn stats = api::get_stats_ptr();
+    if (!stats) {
+        if (!api::foreign_allowed()) FAIL("bobox_get_stats missing");
+        return;
+    }
+    constexpr size_t SMALLER = 600 << 10, GROWN = 1200 << 10;
+    char *cached = static_cast<char *>(api::a_malloc(GROWN));
+    char *p = static_cast<char *>(api::a_malloc(SMALLER));
+    REQUIRE((cached && p));
+    memset(cached, 1, GROWN);
+    memset(p, 2, SMALLER);
+    api::a_free(cached); // its mapping waits in the large cache
+    struct bobox_stats before {}, after {};
+    stats(&before);
+    REQUIRE(before.large_cached_bytes >= GROWN);
+    p = static_cast<char *>(api::a_realloc(p, GROWN));
+    REQUIRE(p != nullptr);
+    REQUIRE((p[0] == 2 && p[SMALLER - 1] == 2));
+    memset(p + SMALLER, 3, GROWN - SMALLER);
+    char *next = static_cast<char *>(api::a_malloc(SMALLER)); // served from the cache
+    REQUIRE(next != nullptr);
+    memset(next, 4, SMALLER);
+    stats(&after);
+    REQUIRE(after.released_bytes == before.released_bytes); // nothing was unmapped
+    REQUIRE(after.large_cached_bytes < before.large_cached_bytes);
+    REQUIRE((p[SMALLER - 1] == 2 && p[GROWN - 1] == 3));
+    api::a_free(next);
+    api::a_free(p);
+}
