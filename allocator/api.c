@@ -385,10 +385,9 @@ BX_API void *bobox_realloc(void *p, size_t size) {
     /* Fits, and would not waste more than half: keep it. */
     if (size <= r.usable && (size >= r.usable / 2 || r.usable <= 64)) return p;
     if (r.tag == BX_TAG_LARGE && size > BX_MEDIUM_MAX) {
-        /* mremap, not a cached mapping and a copy: the pages it adds are faulted in, but the
-         * mapping grows, so the number of large mappings grows to the program's peak need
-         * (taking a cached one and unmapping the smaller kept it below, and those threads
-         * faulted in fresh mappings again and again). */
+        /* The object grows its own mapping. Moving into a cached one and unmapping this one
+         * kept threads that grow vectors short of mappings: they faulted in fresh ones again
+         * and again. */
         void *q = bx_large_realloc(r.large, size);
         if (q) return q;
     }
