@@ -945,3 +945,37 @@ TEST_CASE("an object freed by another thread comes back to that thread's mallocs
     const char *checked = getenv("BOBOX_CHECK");
     if (!foreign_allowed() && !(checked && !strcmp(checked, "1"))) REQUIRE(back);
 }
+
+TEST_CASE("another thread frees objects cut from a block since its chain last ran out", "[api][threads][remote]") {
+    // Other threads test the slot limit the owner published when one of the block's chains
+    // last ran out, then the owner's own: a slot cut since then is still a valid object.
+    constexpr size_t SIZE = 3000;
+    constexpr int N = 8; // fewer than a block holds: its first chain has not run out
+    std::vector<char *> objs(N, nullptr);
+    int missing = 0, damaged = 0;
+    std::thread owner([&] {
+        std::vector<char *> kept;
+        for (auto &o : objs) {
+            o = static_cast<char *>(a_malloc(SIZE));
+            kept.push_back(static_cast<char *>(a_malloc(SIZE)));
+            if (o) memset(o, 7, SIZE);
+            if (kept.back()) memset(kept.back(), 9, SIZE);
+        }
+        std::thread([&] {
+            for (char *o : objs)
+                if (o) a_free(o); // an invalid-pointer abort here fails the whole run
+        }).join();
+        for (char *k : kept) {
+            if (!k) {
+                missing++;
+                continue;
+            }
+            if (k[0] != 9 || k[SIZE - 1] != 9) damaged++;
+            a_free(k);
+        }
+    });
+    owner.join();
+    for (char *o : objs) REQUIRE(o);
+    REQUIRE(missing == 0);
+    REQUIRE(damaged == 0);
+}
