@@ -267,8 +267,8 @@ void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     bx_heap_t *owner = blk->heap;
     self->counters.remote_frees++;
     unsigned bin = blk->bin;
-    bx_block_t *keep = &self->keep[bin];
     bx_bin_t *b = &self->small[bin];
+    bx_block_t *keep = b->keep;
     /* Only for a size this thread allocates itself: a thread that only frees keeps nothing. */
     if (BX_LIKELY(bx_block_free_count(keep) < self->keep_limit[bin] && b->allocs && owner->node == self->node)) {
         /* Off the top chain it is counted by none (starting one per object would churn the
@@ -309,12 +309,15 @@ static void keep_send_home(bx_bin_t *b, bx_block_t *keep, uint32_t n) {
 
 static bx_heap_t *heap_of_bin(bx_bin_t *b) { return bx_heap_of_bins(b - b->index); }
 
-void bx_bin_take_kept(bx_bin_t *b) {
-    bx_block_t *keep = b->keep;
-    uint32_t kept = bx_block_free_count(keep);
-    heap_of_bin(b)->kept_bytes -= (size_t)kept * keep->size;
-    bx_bin_push_chain(b, keep, kept);
+/* The kept objects no chain counts, which the caller is about to count or send home: they
+ * leave the heap's total. */
+static uint32_t uncount_kept(bx_heap_t *h, bx_bin_t *b) {
+    uint32_t n = bx_block_free_count(b->keep);
+    h->kept_bytes -= (size_t)n * b->keep->size;
+    return n;
 }
+
+void bx_bin_take_kept(bx_bin_t *b) { bx_bin_push_chain(b, b->keep, uncount_kept(heap_of_bin(b), b)); }
 
 void bx_bin_keep_dropped(bx_bin_t *b, uint32_t count) {
     bx_heap_t *h = heap_of_bin(b);
@@ -329,10 +332,7 @@ void bx_bin_keep_dropped(bx_bin_t *b, uint32_t count) {
  * no chain). */
 static void keep_release(bx_heap_t *h, unsigned bin) {
     bx_bin_t *b = &h->small[bin];
-    if (!bx_bin_has_uncounted_kept(b)) return;
-    uint32_t n = bx_block_free_count(b->keep);
-    h->kept_bytes -= (size_t)n * b->keep->size;
-    keep_send_home(b, b->keep, n);
+    if (bx_bin_has_uncounted_kept(b)) keep_send_home(b, b->keep, uncount_kept(h, b));
 }
 
 /* ---- allocation ------------------------------------------------------------------------ */

@@ -867,8 +867,7 @@ TEST_CASE("a thread keeps at most 2 MB of other heaps' objects: the rest go home
     owner.join();
     keeper.join();
     INFO("the keeper handed out " << kept << " bytes of the owner's objects");
-    const char *checked = getenv("BOBOX_CHECK");
-    if (foreign_allowed() || (checked && !strcmp(checked, "1"))) return;
+    if (foreign_allowed() || checked_mode()) return;
     REQUIRE(kept >= kBound / 2);
     REQUIRE(kept < kBound + largest);
 }
@@ -914,8 +913,7 @@ TEST_CASE("kept objects of a size the freeing thread stopped allocating go back 
     owner.join();
     keeper.join();
     INFO("objects the owner got back: " << reused << " of " << N);
-    const char *checked = getenv("BOBOX_CHECK");
-    if (!foreign_allowed() && !(checked && !strcmp(checked, "1"))) REQUIRE(reused >= N / 2);
+    if (!foreign_allowed() && !checked_mode()) REQUIRE(reused >= N / 2);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -942,8 +940,7 @@ TEST_CASE("an object freed by another thread comes back to that thread's mallocs
     }).join();
     REQUIRE(p);
     // Checked mode keeps nothing: every free there goes through the checks of the slow path.
-    const char *checked = getenv("BOBOX_CHECK");
-    if (!foreign_allowed() && !(checked && !strcmp(checked, "1"))) REQUIRE(back);
+    if (!foreign_allowed() && !checked_mode()) REQUIRE(back);
 }
 
 TEST_CASE("another thread frees objects cut from a block since its chain last ran out", "[api][threads][remote]") {
