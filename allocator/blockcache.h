@@ -15,6 +15,9 @@
  * thread has moved on from go back, their superblock can empty, and the node can hand it
  * (its pages already touched) to another bin. */
 #define BX_MEDIUM_BLOCK_CACHE_BYTES (1 * BX_MB)
+/* A medium bin whose next block would be fresh memory takes a free block of up to this
+ * many bins larger (at most 1.2^2 = 1.44x the size) instead: pages already resident. */
+#define BX_MEDIUM_BORROW 2
 
 typedef struct bx_blockcache {
     bx_blockalloc_t alloc;

@@ -394,8 +394,12 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
 void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
     bx_heap_tick(h);
     if (bx_remote_pending(h)) bx_heap_drain(h);
+    bx_blockcache_t *bc = &h->medium[bin];
+    /* Rather than fresh pages, a free block of the next sizes up (blockcache.h). */
+    for (unsigned j = bin + 1; bx_blockcache_would_grow(bc) && j <= bin + BX_MEDIUM_BORROW && j < bx_medium_bins; j++)
+        if (!bx_blockcache_would_grow(&h->medium[j])) bc = &h->medium[j];
     bx_superblock_t *sb;
-    void *p = bx_blockcache_alloc(&h->medium[bin], &sb);
+    void *p = bx_blockcache_alloc(bc, &sb);
     if (!p) return NULL;
     ((uintptr_t *)p)[1] = 0; /* no stale free or aligned mark from the block's last use */
     bx_sb_set_live(sb, bx_sb_index(sb, p));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -119,6 +120,40 @@ TEST_CASE("malloc: many live small and medium objects keep their contents", "[ap
         REQUIRE(check(l.p, l.usable, l.seed) == SIZE_MAX);
         a_free(l.p);
     }
+}
+
+TEST_CASE("malloc: a medium size about to touch fresh pages takes a freed block one size up", "[api][malloc]") {
+    // glibc has no bins; checked mode reports the requested size as usable.
+    if (foreign_allowed() || checked_mode()) return;
+    // A thread of its own: bins are per thread, so little is left in them by other tests.
+    std::thread([] {
+        const size_t size = 40000;
+        void *probe = a_malloc(size);
+        REQUIRE(probe != nullptr);
+        const size_t usable = a_usable(probe);
+        void *up = a_malloc(usable + 1); // the next bin
+        REQUIRE(up != nullptr);
+        const size_t up_usable = a_usable(up);
+        REQUIRE(up_usable > usable);
+        memset(up, 0x5a, up_usable); // its pages are resident now
+        a_free(up);
+        // Once the bin of `size` has used its free blocks (at most a few partly used
+        // superblocks' worth), its next block would be fresh memory: the freed one is taken.
+        std::vector<void *> taken{probe};
+        void *borrowed = nullptr;
+        for (size_t i = 0; i < 3 * (10 * MB / usable) && !borrowed; i++) {
+            void *p = a_malloc(size);
+            REQUIRE(p != nullptr);
+            taken.push_back(p);
+            if (a_usable(p) == up_usable) borrowed = p;
+        }
+        CHECK(borrowed == up);
+        if (borrowed) {
+            memset(borrowed, 0x33, size); // the block is the caller's now
+            CHECK(a_owns(borrowed));
+        }
+        for (void *p : taken) a_free(p);
+    }).join();
 }
 
 TEST_CASE("malloc(0) returns unique non-NULL pointers", "[api][malloc]") {
