@@ -133,6 +133,15 @@ int bp_skipped(const struct bp_skip *skip, unsigned k)
     return k < BP_MAX_SKIP && (skip->bits[k / 8] >> (k % 8) & 1);
 }
 
+int bp_pick_slot(const unsigned *live, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (live[i] < live[best])
+            best = i;
+    return best;
+}
+
 int bp_thread_cpu(const short *order, int n, const struct bp_skip *skip, unsigned k)
 {
     if (n <= 0 || bp_skipped(skip, k))

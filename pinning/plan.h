@@ -40,8 +40,15 @@ const char *bp_policy_name(enum bp_policy p);
 int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct bp_spec *spec,
              short *order, int maxn, char *warn, size_t warnlen);
 
+/* The place in the order a new thread takes: the first one with the fewest live threads
+ * (live[i]: threads on place i now). While no thread exits this is creation order, wrapping
+ * around; a place left by a thread that exited goes to the next new thread, so programs
+ * that start and join workers in waves stay spread. */
+int bp_pick_slot(const unsigned *live, int n);
+
 /* The CPU of thread k (0 = main, creation order): -1 if the skip mask names it; otherwise the
- * next CPU in the order among the threads not skipped, wrapping around. */
+ * next CPU in the order among the threads not skipped, wrapping around. This is where
+ * bp_pick_slot puts thread k while no thread has exited (bobox-run --plan prints it). */
 int bp_thread_cpu(const short *order, int n, const struct bp_skip *skip, unsigned k);
 
 /* A child of a pinned thread inherits that thread's one CPU. env is BOBOX_PIN_ALLOWED as the

@@ -1,5 +1,5 @@
 /* libbobox-pin.so: preloaded, it pins the main thread and every thread made with pthread_create
- * to the next CPU of the plan (plan.c). No malloc anywhere on our side, no stdio: it must work
+ * to the place of the plan with the fewest live threads (plan.c). No malloc anywhere on our side, no stdio: it must work
  * under any malloc, including libbobox.so and mallocs that create threads themselves. */
 #define _GNU_SOURCE
 #include "plan.h"
@@ -12,6 +12,7 @@
 #include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +39,15 @@ static cpu_set_t unpinned; /* the mask a skipped thread gets: all that the proce
 static int norder, verbose, dryrun, omp_ours;
 static atomic_int active;
 static atomic_uint next_thread = 1; /* 0 is the main thread */
+/* Live pinned threads on each place of the order, under slot_lock (a spinlock: nothing here
+ * may allocate, and a child of fork resets it). */
+static unsigned live[BP_MAX_ORDER];
+static atomic_flag slot_lock = ATOMIC_FLAG_INIT;
 static atomic_int bind_failed;
 static atomic_int init_state; /* 0 not yet, 1 running, 2 done */
 static __thread int in_init __attribute__((tls_model("initial-exec")));
 static __thread int my_cpu __attribute__((tls_model("initial-exec"))) = -1;
+static __thread int my_slot __attribute__((tls_model("initial-exec"))) = -1;
 static char env_allowed[sizeof ENV_ALLOWED "=P:" + 8192];
 #define FLAG_AT (sizeof ENV_ALLOWED) /* index of P/F/X in env_allowed */
 
@@ -101,10 +107,39 @@ static int bind_to(pid_t tid, int cpu)
     return syscall(SYS_sched_setaffinity, tid, sizeof set, &set) == 0 ? 0 : errno;
 }
 
+static void lock_slots(void)
+{
+    while (atomic_flag_test_and_set_explicit(&slot_lock, memory_order_acquire))
+        sched_yield();
+}
+
+static void unlock_slots(void)
+{
+    atomic_flag_clear_explicit(&slot_lock, memory_order_release);
+}
+
+/* The place of the order a new thread takes (plan.h): it counts as live there until it exits. */
+static int take_slot(void)
+{
+    lock_slots();
+    int s = bp_pick_slot(live, norder);
+    live[s]++;
+    unlock_slots();
+    return s;
+}
+
+static void release_slot(void *slot)
+{
+    lock_slots();
+    live[(intptr_t)slot]--;
+    unlock_slots();
+}
+
 /* Binds thread k (tid 0 = the caller) and reports it. cpu -1: a skipped thread, which gets the
  * whole allowed set back rather than the one CPU of the pinned thread that created it. */
-static void pin(unsigned k, pid_t tid, int cpu)
+static void pin(unsigned k, pid_t tid, int slot)
 {
+    int cpu = slot < 0 ? -1 : order[slot];
     if (cpu < 0) {
         if (!dryrun)
             syscall(SYS_sched_setaffinity, tid, sizeof unpinned, &unpinned);
@@ -119,8 +154,10 @@ static void pin(unsigned k, pid_t tid, int cpu)
             return;
         }
     }
-    if (tid == 0 || tid == gettid_())
+    if (tid == 0 || tid == gettid_()) {
         my_cpu = cpu;
+        my_slot = slot;
+    }
     if (verbose || dryrun) {
         const struct bt_core *c = &topo.core[topo.cpu[cpu].core];
         say("bobox-pin: thread=%u tid=%d cpu=%d core=%d package=%d node=%d", k, tid ? (int)tid : (int)gettid_(),
@@ -242,7 +279,7 @@ static void init(void)
     }
     atomic_store(&active, 1);
     if (!bp_skipped(&skip, 0))
-        pin(0, getpid(), bp_thread_cpu(order, norder, &skip, 0));
+        pin(0, getpid(), take_slot());
     return;
 bad:
     if (!quiet)
@@ -253,6 +290,11 @@ bad:
 static void after_fork_child(void)
 {
     atomic_store(&next_thread, 1); /* a new process: its threads count from 1 again */
+    /* Only the forking thread lives on, still bound to its place. */
+    atomic_flag_clear(&slot_lock);
+    memset(live, 0, sizeof live);
+    if (my_slot >= 0)
+        live[my_slot] = 1;
 }
 
 /* Lazy and thread-safe: a library constructor (libgomp's, say) may create threads before our
@@ -285,7 +327,7 @@ struct start {
     void *(*fn)(void *);
     void *arg;
     unsigned k;
-    int cpu;
+    int slot; /* -1: a skipped thread */
     sem_t bound;
 };
 
@@ -297,9 +339,17 @@ static void *trampoline(void *p)
     struct start *s = p;
     void *(*fn)(void *) = s->fn;
     void *arg = s->arg;
-    pin(s->k, 0, s->cpu);
+    intptr_t slot = s->slot;
+    pin(s->k, 0, s->slot);
     sem_post(&s->bound); /* s lives on the creator's stack: not touched after this */
-    return fn(arg);
+    if (slot < 0)
+        return fn(arg);
+    void *ret;
+    /* Also run by pthread_exit and cancellation: the place is free again for the next thread. */
+    pthread_cleanup_push(release_slot, (void *)slot);
+    ret = fn(arg);
+    pthread_cleanup_pop(1);
+    return ret;
 }
 
 static int attr_has_affinity(const pthread_attr_t *attr, cpu_set_t *set)
@@ -325,10 +375,15 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
         mark_foreign(-1, sizeof chosen, &chosen);
         return real(thread, attr, fn, arg);
     }
-    struct start s = { fn, arg, k, bp_thread_cpu(order, norder, &skip, k), { { 0 } } };
-    if (sem_init(&s.bound, 0, 0) != 0)
+    struct start s = { fn, arg, k, bp_skipped(&skip, k) ? -1 : take_slot(), { { 0 } } };
+    if (sem_init(&s.bound, 0, 0) != 0) {
+        if (s.slot >= 0)
+            release_slot((void *)(intptr_t)s.slot);
         return real(thread, attr, fn, arg);
+    }
     int rc = real(thread, attr, trampoline, &s);
+    if (rc != 0 && s.slot >= 0)
+        release_slot((void *)(intptr_t)s.slot);
     if (rc == 0) {
         int old;
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old); /* s must outlive the wait */

@@ -168,6 +168,53 @@ TEST_CASE("skip mask: skipped threads take no CPU", "[pin][plan]")
     CHECK(bp_skipped(&skip, 100000) == 0);
 }
 
+TEST_CASE("slots: creation order while no thread exits, a freed place goes to the next thread", "[pin][plan]")
+{
+    // No exits: the same places as the static plan (bp_thread_cpu), wrapping around.
+    auto t = load("opteron8431");
+    const int threads = 60;
+    auto want = plan(*t, "scatter", threads);
+    static bp_spec spec;
+    static short order[BP_MAX_ORDER];
+    char err[600], warn[600];
+    REQUIRE(bp_parse_policy("scatter", &spec, err, sizeof err) == 0);
+    int n = bp_order(t.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    REQUIRE(n == 24);
+    std::vector<unsigned> live((size_t)n, 0);
+    std::vector<int> got;
+    for (int k = 0; k < threads; k++) {
+        int s = bp_pick_slot(live.data(), n);
+        live[(size_t)s]++;
+        got.push_back(order[s]);
+    }
+    CHECK(got == want);
+
+    // Two places: the main thread on place 0, then waves of three workers joined after each
+    // wave (sort --parallel=4). Every wave takes places 1, 0, 1: two threads per place. By
+    // creation order alone the second wave would take 0, 1, 0: three on place 0, one on 1.
+    unsigned two[2] = { 1, 0 };
+    for (int wave = 0; wave < 4; wave++) {
+        INFO("wave " << wave);
+        int a = bp_pick_slot(two, 2);
+        two[a]++;
+        int b = bp_pick_slot(two, 2);
+        two[b]++;
+        int c = bp_pick_slot(two, 2);
+        two[c]++;
+        CHECK(std::vector<int>{ a, b, c } == std::vector<int>{ 1, 0, 1 });
+        CHECK(two[0] == 2);
+        CHECK(two[1] == 2);
+        two[a]--, two[b]--, two[c]--;
+    }
+
+    // A place freed in the middle is taken first; ties go to the earliest place.
+    unsigned four[4] = { 2, 2, 1, 2 };
+    CHECK(bp_pick_slot(four, 4) == 2);
+    four[2] = 2;
+    CHECK(bp_pick_slot(four, 4) == 0);
+    CHECK(bp_pick_slot(four, 1) == 0);
+}
+
 TEST_CASE("plan on this machine covers each allowed CPU once", "[pin][plan]")
 {
     auto t = std::make_unique<bt_topology>();
