@@ -45,11 +45,39 @@ static inline uint32_t bx_chainstack_ring_size(uint32_t max_chains) {
 }
 
 void bx_chainstack_init(bx_chainstack_t *cs, bx_chain_t *ring, uint32_t ring_size);
+
+/* Inline: a program that frees in random order starts or ends a chain on many of its frees
+ * and mallocs (callgrind: mixed 1.4% and pipeline 0.6% fewer instructions than calls). */
+extern struct bx_block bx_block_none __attribute__((visibility("hidden")));
+
 /* Starts a new chain on top; the caller keeps len below the ring size. */
-void bx_chainstack_push(bx_chainstack_t *cs, struct bx_block *block, uint32_t count);
+static inline void bx_chainstack_push(bx_chainstack_t *cs, struct bx_block *block, uint32_t count) {
+    if (cs->len) cs->ring[(cs->oldest + cs->len - 1) & cs->mask] = cs->top;
+    cs->top.block = block;
+    cs->top.count = count;
+    cs->len++;
+}
+
 /* Removes the top record (its chain is used up); returns its block. */
-struct bx_block *bx_chainstack_pop(bx_chainstack_t *cs);
+static inline struct bx_block *bx_chainstack_pop(bx_chainstack_t *cs) {
+    struct bx_block *block = cs->top.block;
+    cs->len--;
+    if (cs->len) {
+        cs->top = cs->ring[(cs->oldest + cs->len - 1) & cs->mask];
+    } else {
+        cs->top.block = &bx_block_none;
+        cs->top.count = 0;
+    }
+    return block;
+}
+
 /* Removes the oldest record; returns its block. */
-struct bx_block *bx_chainstack_drop_oldest(bx_chainstack_t *cs);
+static inline struct bx_block *bx_chainstack_drop_oldest(bx_chainstack_t *cs) {
+    if (cs->len == 1) return bx_chainstack_pop(cs);
+    struct bx_block *block = cs->ring[cs->oldest].block;
+    cs->oldest = (cs->oldest + 1) & cs->mask;
+    cs->len--;
+    return block;
+}
 
 #endif

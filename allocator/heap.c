@@ -263,6 +263,12 @@ static inline void send_home(bx_heap_t *self, bx_heap_t *owner, void *obj, size_
         outbox_add(self, owner, obj, size);
 }
 
+/* Out of line, so that keeping an object needs no stack frame. */
+static BX_NOINLINE void send_home_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
+    bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
+    send_home(self, blk->heap, obj, blk->size);
+}
+
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     bx_heap_t *owner = blk->heap;
     self->counters.remote_frees++;
@@ -284,8 +290,7 @@ void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
             return;
         }
     }
-    bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
-    send_home(self, owner, obj, blk->size);
+    send_home_small(self, blk, obj);
 }
 
 /* Takes n objects off a keep block and sends them to their owners. */
