@@ -1,6 +1,7 @@
 /* libbobox-pin.so: preloaded, it pins the main thread and every thread made with pthread_create
- * to the place of the plan with the fewest live threads (plan.c). No malloc anywhere on our side, no stdio: it must work
- * under any malloc, including libbobox.so and mallocs that create threads themselves. */
+ * to the place of the plan with the fewest live threads (plan.c). No malloc anywhere on our
+ * side, no stdio: it must work under any malloc, including libbobox.so and mallocs that create
+ * threads themselves. */
 #define _GNU_SOURCE
 #include "plan.h"
 #include "topology.h"
@@ -135,8 +136,9 @@ static void release_slot(void *slot)
     unlock_slots();
 }
 
-/* Binds thread k (tid 0 = the caller) and reports it. cpu -1: a skipped thread, which gets the
- * whole allowed set back rather than the one CPU of the pinned thread that created it. */
+/* Binds thread k (tid 0 = the caller) to its place and reports it. slot -1: a skipped thread,
+ * which gets the whole allowed set back rather than the one CPU of the pinned thread that
+ * created it. */
 static void pin(unsigned k, pid_t tid, int slot)
 {
     int cpu = slot < 0 ? -1 : order[slot];
@@ -375,12 +377,11 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
         mark_foreign(-1, sizeof chosen, &chosen);
         return real(thread, attr, fn, arg);
     }
-    struct start s = { fn, arg, k, bp_skipped(&skip, k) ? -1 : take_slot(), { { 0 } } };
-    if (sem_init(&s.bound, 0, 0) != 0) {
-        if (s.slot >= 0)
-            release_slot((void *)(intptr_t)s.slot);
+    struct start s = { fn, arg, k, -1, { { 0 } } };
+    if (sem_init(&s.bound, 0, 0) != 0)
         return real(thread, attr, fn, arg);
-    }
+    if (!bp_skipped(&skip, k))
+        s.slot = take_slot();
     int rc = real(thread, attr, trampoline, &s);
     if (rc != 0 && s.slot >= 0)
         release_slot((void *)(intptr_t)s.slot);
