@@ -52,10 +52,8 @@ static bx_heap_t *heap_create(int node, int state) {
         k->heap = BX_BLOCK_NO_OWNER;
         k->size = bx_small_size[i];
         k->bin = (uint8_t)i;
-        k->capacity = k->used = UINT16_MAX; /* free count: the objects it holds */
-        k->list = BX_LIST_QUEUE;            /* never on a block list */
-        uint32_t limit = (uint32_t)(BX_KEEP_BYTES / bx_small_size[i]);
-        h->keep_limit[i] = (uint16_t)(limit < BX_KEEP_MIN ? BX_KEEP_MIN : limit > BX_KEEP_MAX ? BX_KEEP_MAX : limit);
+        k->capacity = k->used = 0; /* keeps nothing until the bin allocates (keep_enable) */
+        k->list = BX_LIST_QUEUE;   /* never on a block list */
     }
     bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS,
                        UINT32_MAX, node);
@@ -287,11 +285,10 @@ static BX_NOINLINE void send_home_small(bx_heap_t *self, bx_block_t *blk, void *
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     bx_heap_t *owner = blk->heap;
     self->counters.remote_frees++;
-    unsigned bin = blk->bin;
-    bx_bin_t *b = &self->small[bin];
+    bx_bin_t *b = &self->small[blk->bin];
     bx_block_t *keep = b->keep;
-    /* Only for a size this thread allocates itself: a thread that only frees keeps nothing. */
-    if (BX_LIKELY(bx_block_free_count(keep) < self->keep_limit[bin] && b->allocs && owner->node == self->node)) {
+    /* used is the room left (keep_enable); none for a size this thread never allocated. */
+    if (BX_LIKELY(keep->used && owner->node == self->node)) {
         /* Off the top chain it is counted by none (starting one per object would churn the
          * stack): a malloc takes them all at once when the bin's chains run out. */
         bool on_top = b->chains.top.block == keep;
@@ -389,9 +386,18 @@ static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
     }
 }
 
+/* A keep block's capacity is its bound, so that its used count is the room left and the
+ * foreign free tests one field. Zero until the bin's first allocation: a thread that only
+ * frees a size keeps none of it. */
+static void keep_enable(bx_block_t *keep) {
+    uint32_t limit = (uint32_t)(BX_KEEP_BYTES / keep->size);
+    keep->capacity = keep->used = (uint16_t)(limit < BX_KEEP_MIN ? BX_KEEP_MIN : limit > BX_KEEP_MAX ? BX_KEEP_MAX : limit);
+}
+
 void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
     bx_heap_tick(h);
     bx_bin_t *b = &h->small[bin];
+    if (BX_UNLIKELY(!b->keep->capacity)) keep_enable(b->keep);
     if (bx_remote_pending(h)) {
         bx_heap_drain(h);
         void *p = bx_bin_alloc(b, &h->small_blocks);

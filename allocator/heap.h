@@ -68,7 +68,6 @@ typedef struct bx_heap {
     bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
     bx_heap_counters_t counters;
     bx_block_t keep[BX_SMALL_BINS_MAX] __attribute__((aligned(64)));
-    uint16_t keep_limit[BX_SMALL_BINS_MAX];
     size_t kept_bytes;              /* kept objects that no chain counts */
     size_t allocs_at_tick[BX_SMALL_BINS_MAX]; /* each bin's allocs at the last decay tick */
     uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */

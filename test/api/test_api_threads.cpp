@@ -917,6 +917,78 @@ TEST_CASE("kept objects of a size the freeing thread stopped allocating go back 
 }
 
 // ---------------------------------------------------------------------------------------------
+TEST_CASE("a thread keeps at most 1024 objects of one small size: the rest go home", "[api][threads][remote]") {
+    // 3000 of the owner's 100 B objects (300 KB, past the 256 KB per size) freed by a thread
+    // that allocates the size: its next mallocs hand out what it kept, at most 1024.
+    constexpr int N = 3000;
+    constexpr size_t kSize = 100;
+    std::vector<void *> objs(N);
+    Phases phases; // 1: owner allocated, 2: keeper done
+    size_t kept = 0;
+    std::thread owner([&] {
+        for (auto &p : objs) memset(p = a_malloc(kSize), 3, kSize);
+        phases.advance(1);
+        phases.wait_for(2);
+    });
+    std::thread keeper([&] {
+        a_free(a_malloc(kSize));
+        phases.wait_for(1);
+        std::set<void *> owners(objs.begin(), objs.end());
+        for (void *p : objs) a_free(p);
+        std::vector<void *> mine;
+        for (int i = 0; i < N; i++) {
+            mine.push_back(a_malloc(kSize));
+            kept += owners.count(mine.back());
+        }
+        for (void *p : mine) a_free(p);
+        phases.advance(2);
+    });
+    owner.join();
+    keeper.join();
+    INFO("the keeper handed out " << kept << " of the owner's objects");
+    if (foreign_allowed() || checked_mode()) return;
+    REQUIRE(kept >= 512);
+    REQUIRE(kept <= 1024);
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("a thread keeps no objects of a size it never allocated: they go home while it lives", "[api][threads][remote]") {
+    // The freeing thread has a heap (it allocates another size) but never the owner's size,
+    // so it keeps none of the owner's objects: its outbox sends them home in batches of 32,
+    // and the owner's mallocs reuse them while the freeing thread still lives.
+    constexpr int N = 400; // under one bin's keep bound (256 KB of 100 B)
+    constexpr size_t kSize = 100, kOther = 1000;
+    std::vector<void *> objs(N);
+    Phases phases; // 1: owner allocated, 2: freer done, 3: owner checked
+    size_t reused = 0;
+    std::thread owner([&] {
+        for (auto &p : objs) memset(p = a_malloc(kSize), 3, kSize);
+        phases.advance(1);
+        phases.wait_for(2);
+        std::set<void *> old(objs.begin(), objs.end());
+        std::vector<void *> again;
+        for (int i = 0; i < 4 * N; i++) {
+            again.push_back(a_malloc(kSize));
+            reused += old.count(again.back());
+        }
+        for (void *p : again) a_free(p);
+        phases.advance(3);
+    });
+    std::thread freer([&] {
+        void *other = a_malloc(kOther);
+        phases.wait_for(1);
+        for (void *p : objs) a_free(p);
+        phases.advance(2);
+        phases.wait_for(3); // alive: nothing it held went home at its exit
+        a_free(other);
+    });
+    owner.join();
+    freer.join();
+    INFO("objects the owner got back: " << reused << " of " << N);
+    if (!foreign_allowed() && !checked_mode()) REQUIRE(reused >= N * 3 / 4);
+}
+
+// ---------------------------------------------------------------------------------------------
 TEST_CASE("an object freed by another thread comes back to that thread's mallocs before new memory", "[api][threads][remote]") {
     // The freeing thread keeps other heaps' objects of sizes it allocates itself (they are
     // in its cache) and hands them out once the objects its bin had on hand run out: within
