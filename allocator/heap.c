@@ -354,10 +354,8 @@ static void keep_release(bx_heap_t *h, unsigned bin) {
 
 /* ---- allocation ------------------------------------------------------------------------ */
 
-void bx_heap_tick(bx_heap_t *h) {
-    uint64_t now = bx_now_ms();
-    if (now < h->next_purge_ms) return;
-    h->next_purge_ms = now + (bx_options.decay_ms ? bx_options.decay_ms : 1);
+void bx_heap_tick_due(bx_heap_t *h, uint64_t now_ns) {
+    h->next_purge_ns = now_ns + (bx_options.decay_ms ? bx_options.decay_ms : 1) * (uint64_t)1000000;
     for (unsigned i = 0; i < bx_small_bins; i++) {
         /* Kept objects of a size the thread stopped allocating are of no use here. */
         if (h->small[i].allocs == h->allocs_at_tick[i]) keep_release(h, i);

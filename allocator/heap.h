@@ -8,6 +8,7 @@
 #define BX_HEAP_H
 
 #include <stdatomic.h>
+#include <time.h>
 
 #include "bin.h"
 #include "blockcache.h"
@@ -70,7 +71,7 @@ typedef struct bx_heap {
     bx_block_t keep[BX_SMALL_BINS_MAX] __attribute__((aligned(64)));
     size_t kept_bytes;              /* kept objects that no chain counts */
     size_t allocs_at_tick[BX_SMALL_BINS_MAX]; /* each bin's allocs at the last decay tick */
-    uint64_t next_purge_ms;         /* when this heap next gives back idle cached memory */
+    uint64_t next_purge_ns;         /* when this heap next gives back idle cached memory */
     bx_outbox_slot_t outbox[BX_OUTBOX_SLOTS];
     unsigned outbox_victim;
     bx_outbox_slot_t *outbox_last;  /* the slot used last: frees come in runs per owner */
@@ -136,9 +137,17 @@ void bx_heap_flush_outbox(bx_heap_t *h);
 /* Drains the remote list into the blocks (DESIGN §4: bypasses the chain stack). */
 void bx_heap_drain(bx_heap_t *h);
 
+/* The work of a decay tick (below) that is due. */
+void bx_heap_tick_due(bx_heap_t *h, uint64_t now_ns);
 /* On the owner's slow paths: once per decay delay, empties the heap's block caches and
- * returns the node and large caches' idle memory to the OS. */
-void bx_heap_tick(bx_heap_t *h);
+ * returns the node and large caches' idle memory to the OS. The check is inline and in
+ * nanoseconds (no division): every medium malloc pays it. */
+static inline void bx_heap_tick(bx_heap_t *h) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (BX_UNLIKELY(now >= h->next_purge_ns)) bx_heap_tick_due(h, now);
+}
 /* Gives back everything free in a heap: drains, drops chains, empties caches. */
 void bx_heap_release_free(bx_heap_t *h);
 /* malloc_trim: the caller's heap and every abandoned heap give back what is free. */
