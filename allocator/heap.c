@@ -385,8 +385,8 @@ static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
 }
 
 /* A keep block's capacity is its bound, so that its used count is the room left and the
- * foreign free tests one field. Zero until the bin's first allocation: a thread that only
- * frees a size keeps none of it. */
+ * foreign free tests one field. Zero until the thread's first allocation of the size (an
+ * adopted heap starts over): a thread that only frees a size keeps none of it. */
 static void keep_enable(bx_block_t *keep) {
     uint32_t limit = (uint32_t)(BX_KEEP_BYTES / keep->size);
     keep->capacity = keep->used = (uint16_t)(limit < BX_KEEP_MIN ? BX_KEEP_MIN : limit > BX_KEEP_MAX ? BX_KEEP_MAX : limit);
@@ -472,6 +472,10 @@ static bx_heap_t *adopt(int node) {
             break;
         }
     bx_unlock(&registry_lock);
+    /* Keeping follows the sizes the new thread allocates, not the ones its heap's last
+     * thread did (the keep blocks were emptied when that thread exited). */
+    for (unsigned i = 0; h && i < bx_small_bins; i++)
+        if (!bx_block_free_count(&h->keep[i])) h->keep[i].capacity = h->keep[i].used = 0;
     return h;
 }
 
