@@ -95,11 +95,7 @@ static BX_NOINLINE void *malloc_slow(size_t size) {
  * thread has no heap and in checked mode). */
 static inline void *alloc_fast(size_t size) {
     if (BX_UNLIKELY(size > BX_SMALL_MAX)) return NULL;
-    size_t offset8 = bx_small_bin_offset8(size);
-    /* One lea (the compiler would shift, then add). */
-    bx_bin_t *bins = bx_tls_bins, *bin;
-    __asm__("lea (%1,%2,8), %0" : "=r"(bin) : "r"(bins), "r"(offset8));
-    return bx_bin_alloc(bin, &bx_heap_of_bins(bins)->small_blocks);
+    return bx_bin_alloc(bx_tls_bin_for[(size + 15) >> 4]);
 }
 
 BX_API BX_HOT void *bobox_malloc(size_t size) {

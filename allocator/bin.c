@@ -8,8 +8,9 @@ static uint32_t max_chains_for(uint32_t size) {
 
 uint32_t bx_bin_ring_size(uint32_t size) { return bx_chainstack_ring_size(max_chains_for(size)); }
 
-void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size) {
+void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size, bx_blockcache_t *cache) {
     bx_chainstack_init(&b->chains, ring, ring_size);
+    b->cache = cache;
     b->size = size;
     b->per_block = (uint32_t)((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size);
     b->max_chains = max_chains_for(size);
@@ -93,8 +94,8 @@ void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache) {
     if (bx_bin_has_uncounted_kept(b)) bx_bin_take_kept(b);
 }
 
-void *bx_bin_chain_exhausted_ret(bx_bin_t *b, bx_blockcache_t *cache, void *obj) {
-    bx_bin_chain_exhausted(b, cache);
+void *bx_bin_chain_exhausted_ret(bx_bin_t *b, void *obj) {
+    bx_bin_chain_exhausted(b, b->cache);
     return obj;
 }
 
@@ -144,7 +145,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
     }
     /* All its free objects become one chain on top. */
     bx_bin_push_chain(b, blk, bx_block_free_count(blk));
-    return bx_bin_alloc(b, cache);
+    return bx_bin_alloc(b);
 }
 
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {

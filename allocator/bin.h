@@ -28,8 +28,8 @@ typedef struct bx_bin {
     bx_block_t *lists[BX_BIN_LISTS]; /* heads of the full / almost full / almost empty lists */
     uint32_t list_len[BX_BIN_LISTS];  /* both indexed by bx_bin_list_slot */
     bx_block_t *keep;     /* the heap's keep block of the size (heap.h); NULL outside a heap */
-} __attribute__((aligned(BX_SMALL_BIN_STRIDE))) bx_bin_t;
-BX_STATIC_ASSERT(sizeof(bx_bin_t) == BX_SMALL_BIN_STRIDE, "bins lie BX_SMALL_BIN_STRIDE apart (sizeclass.h)");
+    bx_blockcache_t *cache; /* its blocks come from and go back to it (read off the fast path) */
+} __attribute__((aligned(64))) bx_bin_t; /* whole cache lines: no two bins share one */
 
 /* A keep block (heap.h) stands in chains for objects of other heaps that this thread
  * freed: no real block in a chain lacks an owner. */
@@ -49,7 +49,7 @@ static inline size_t bx_bin_allocated(const bx_bin_t *b) { return b->allocs - b-
 
 #define BX_MIN_CHAINS 16
 
-void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size);
+void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size, bx_blockcache_t *cache);
 /* Records the ring needs for a bin of objects of `size`. */
 uint32_t bx_bin_ring_size(uint32_t size);
 /* The bound on chains: 2 x allocated / objects per block, kept within [16, 64 KB / size]. */
@@ -72,14 +72,14 @@ void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache);
 bool bx_bin_check(const bx_bin_t *b);
 
 /* Drops the used-up top chain and returns obj (a tail call keeps the fast path lean). */
-__attribute__((returns_nonnull)) void *bx_bin_chain_exhausted_ret(bx_bin_t *b, bx_blockcache_t *cache, void *obj);
+__attribute__((returns_nonnull)) void *bx_bin_chain_exhausted_ret(bx_bin_t *b, void *obj);
 
 /* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path". */
-static inline void *bx_bin_alloc(bx_bin_t *b, bx_blockcache_t *cache) {
+static inline void *bx_bin_alloc(bx_bin_t *b) {
     void *obj = bx_block_pop(b->chains.top.block);
     if (BX_UNLIKELY(!obj)) return NULL; /* the stack is empty */
     b->allocs++;
-    if (BX_UNLIKELY(--b->chains.top.count == 0)) return bx_bin_chain_exhausted_ret(b, cache, obj);
+    if (BX_UNLIKELY(--b->chains.top.count == 0)) return bx_bin_chain_exhausted_ret(b, obj);
     return obj;
 }
 

@@ -16,8 +16,9 @@
 
 BX_TLS bx_heap_t *bx_tls_heap;
 BX_TLS bx_heap_t *bx_tls_fast;
-static bx_bin_t bins_none[BX_SMALL_BINS_MAX] = {[0 ... BX_SMALL_BINS_MAX - 1] = {.chains.top = {.block = &bx_block_none}}};
-BX_TLS bx_bin_t *bx_tls_bins = bins_none;
+static bx_bin_t bin_none = {.chains.top = {.block = &bx_block_none}};
+static bx_bin_t *bin_for_none[BX_SMALL_STEPS] = {[0 ... BX_SMALL_STEPS - 1] = &bin_none};
+BX_TLS bx_bin_t **bx_tls_bin_for = bin_for_none;
 static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
 
 static bx_lock_t registry_lock = BX_LOCK_INIT; /* every heap list and the abandoned list */
@@ -46,7 +47,7 @@ static bx_heap_t *heap_create(int node, int state) {
     bx_chain_t *ring = (bx_chain_t *)((char *)h + head);
     for (unsigned i = 0; i < bx_small_bins; i++) {
         uint32_t n = bx_bin_ring_size(bx_small_size[i]);
-        bx_bin_init(&h->small[i], i, bx_small_size[i], ring, n);
+        bx_bin_init(&h->small[i], i, bx_small_size[i], ring, n, &h->small_blocks);
         ring += n;
         bx_block_t *k = h->small[i].keep = &h->keep[i];
         k->heap = BX_BLOCK_NO_OWNER;
@@ -55,6 +56,7 @@ static bx_heap_t *heap_create(int node, int state) {
         k->capacity = k->used = 0; /* keeps nothing until the bin allocates (keep_enable) */
         k->list = BX_LIST_QUEUE;   /* never on a block list */
     }
+    for (unsigned step = 0; step < BX_SMALL_STEPS; step++) h->bin_for[step] = &h->small[bx_small_bin(step * 16)];
     bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS,
                        UINT32_MAX, node);
     for (unsigned i = 0; i < bx_medium_bins; i++) {
@@ -324,7 +326,7 @@ static void keep_send_home(bx_bin_t *b, bx_block_t *keep, uint32_t n) {
     }
 }
 
-static bx_heap_t *heap_of_bin(bx_bin_t *b) { return bx_heap_of_bins(b - b->index); }
+static bx_heap_t *heap_of_bin(bx_bin_t *b) { return (bx_heap_t *)((char *)(b - b->index) - offsetof(bx_heap_t, small)); }
 
 /* The kept objects no chain counts, which the caller is about to count or send home: they
  * leave the heap's total. */
@@ -398,13 +400,13 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
     if (BX_UNLIKELY(!b->keep->capacity)) keep_enable(b->keep);
     if (bx_remote_pending(h)) {
         bx_heap_drain(h);
-        void *p = bx_bin_alloc(b, &h->small_blocks);
+        void *p = bx_bin_alloc(b);
         if (p) return p;
     }
     /* Objects kept since the bin's chains ran out. */
     if (bx_bin_has_uncounted_kept(b)) {
         bx_bin_take_kept(b);
-        return bx_bin_alloc(b, &h->small_blocks);
+        return bx_bin_alloc(b);
     }
     if (!b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] && !b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)] &&
         bx_blockcache_would_grow(&h->small_blocks))
@@ -435,7 +437,7 @@ void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
 void *bx_heap_alloc(bx_heap_t *h, size_t size) {
     if (size <= BX_SMALL_MAX) {
         unsigned bin = bx_small_bin(size);
-        void *p = bx_bin_alloc(&h->small[bin], &h->small_blocks);
+        void *p = bx_bin_alloc(&h->small[bin]);
         return p ? p : bx_heap_alloc_small_slow(h, bin);
     }
     if (size <= BX_MEDIUM_MAX) return bx_heap_alloc_medium(h, bx_medium_bin(size));
@@ -450,7 +452,7 @@ void *bx_heap_alloc(bx_heap_t *h, size_t size) {
 static void thread_exit(void *arg) {
     bx_heap_t *h = arg;
     bx_tls_heap = bx_tls_fast = NULL;
-    bx_tls_bins = bins_none;
+    bx_tls_bin_for = bin_for_none;
     tls_torn_down = true; /* later mallocs of this thread go to the orphan heap */
     if (!h || h->state != BX_HEAP_LIVE) return;
     bx_heap_release_free(h);
@@ -488,7 +490,7 @@ bx_heap_t *bx_heap_acquire(void) {
     bx_tls_heap = h;
     if (!bx_options.check) {
         bx_tls_fast = h;
-        bx_tls_bins = h->small;
+        bx_tls_bin_for = h->bin_for;
     }
     /* May allocate (keys past the first 32): this thread already has its heap. */
     pthread_setspecific(exit_key, h);
@@ -532,6 +534,8 @@ void bx_heap_trim_all(void) {
 bool bx_heap_check(bx_heap_t *h) {
     for (unsigned i = 0; i < bx_small_bins; i++)
         if (!bx_bin_check(&h->small[i])) return false;
+    for (unsigned step = 0; step < BX_SMALL_STEPS; step++) /* malloc's table: the bin that fits */
+        if (h->bin_for[step] != &h->small[bx_small_index[step]] || h->bin_for[step]->size < step * 16) return false;
     if (!bx_blockalloc_check(&h->small_blocks.alloc)) return false;
     for (unsigned i = 0; i < bx_medium_bins; i++)
         if (!bx_blockalloc_check(&h->medium[i].alloc)) return false;

@@ -64,6 +64,7 @@ typedef struct bx_heap {
     struct bx_heap *next_abandoned;
     size_t map_size;
     bx_bin_t small[BX_SMALL_BINS_MAX];
+    bx_bin_t *bin_for[BX_SMALL_STEPS]; /* malloc's table: the bin of each 16-byte step */
     bx_blockcache_t small_blocks;               /* 64 KB blocks for every small bin */
     size_t allocs_at_reclaim[BX_SMALL_BINS_MAX]; /* each bin's allocs at the last empty-top scan */
     bx_blockcache_t medium[BX_MEDIUM_BINS_MAX]; /* one block allocator per medium bin */
@@ -87,14 +88,12 @@ extern BX_TLS bx_heap_t *bx_tls_heap;
 /* The heap the inline fast path of free uses: the thread's heap, or NULL in checked mode,
  * so that every call takes the checked slow path at no cost to the default. */
 extern BX_TLS bx_heap_t *bx_tls_fast;
-/* The small bins malloc's inline fast path takes from: the thread's heap's, or stand-ins
- * whose chain stacks are all empty (no heap yet, after the thread's teardown, checked
- * mode), so that every allocation from them fails into the slow path and the fast path
- * tests no heap pointer. */
-extern BX_TLS bx_bin_t *bx_tls_bins;
-static inline bx_heap_t *bx_heap_of_bins(bx_bin_t *bins) {
-    return (bx_heap_t *)((char *)bins - offsetof(bx_heap_t, small));
-}
+/* The table malloc's inline fast path finds its bin in, by 16-byte step: the thread's
+ * heap's, or one whose entries all name a stand-in bin with an empty chain stack (no heap
+ * yet, after the thread's teardown, checked mode), so that every allocation from it fails
+ * into the slow path and the fast path tests no heap pointer. A table per heap, not one
+ * shared table of offsets: the thread's pointer is its base, so a step's bin is one load. */
+extern BX_TLS bx_bin_t **bx_tls_bin_for;
 
 /* The calling thread's heap, created or adopted on first use; NULL for a thread past its
  * own teardown (it then goes through the orphan heap). */

@@ -4,7 +4,7 @@
 unsigned bx_small_bins, bx_medium_bins;
 uint32_t bx_small_size[BX_SMALL_BINS_MAX];
 uint32_t bx_medium_size[BX_MEDIUM_BINS_MAX];
-uint16_t bx_small_offset8[BX_SMALL_MAX / 16 + 1];
+uint8_t bx_small_index[BX_SMALL_STEPS];
 uint8_t bx_medium_index[BX_MEDIUM_MAX / BX_MEDIUM_GRAIN + 1];
 
 /* Small bins grow by 7% (the thesis). Medium bins grow by 20%, as jemalloc's and mimalloc's
@@ -40,8 +40,8 @@ static unsigned bin_for_step(size_t step, uint32_t grain, const uint32_t *sizes,
 void bx_sizeclass_init(void) {
     if (bx_small_bins) return;
     unsigned small = build(bx_small_size, BX_SMALL_BINS_MAX, 16, 16, BX_SMALL_MAX, SMALL_GROWTH_PERCENT);
-    for (size_t step = 0; step < sizeof bx_small_offset8 / sizeof *bx_small_offset8; step++)
-        bx_small_offset8[step] = (uint16_t)(bin_for_step(step, 16, bx_small_size, small) * BX_SMALL_BIN_STRIDE / 8);
+    for (size_t step = 0; step < BX_SMALL_STEPS; step++)
+        bx_small_index[step] = (uint8_t)bin_for_step(step, 16, bx_small_size, small);
     /* Medium bins follow a 512 B sequence, starting above the largest small object. */
     uint32_t all[BX_MEDIUM_BINS_MAX * 2];
     unsigned total = build(all, BX_MEDIUM_BINS_MAX * 2, 512, BX_MEDIUM_GRAIN, BX_MEDIUM_MAX, MEDIUM_GROWTH_PERCENT);

@@ -13,21 +13,18 @@
 extern unsigned bx_small_bins, bx_medium_bins;
 extern uint32_t bx_small_size[BX_SMALL_BINS_MAX];
 extern uint32_t bx_medium_size[BX_MEDIUM_BINS_MAX];
-/* A thread's small bins lie this many bytes apart (bin.h). The table holds each 16-byte
- * step's bin as its offset from the first in 8-byte units: malloc finds its bin with one
- * load and one lea with a scale of 8. */
-#define BX_SMALL_BIN_STRIDE 128
-extern uint16_t bx_small_offset8[BX_SMALL_MAX / 16 + 1];
+/* The bin of each 16-byte step of small sizes (malloc's fast path reads a copy of it as
+ * bin pointers, one table per thread heap: heap.h). */
+#define BX_SMALL_STEPS (BX_SMALL_MAX / 16 + 1)
+extern uint8_t bx_small_index[BX_SMALL_STEPS];
+BX_STATIC_ASSERT(BX_SMALL_BINS_MAX <= 256, "small bin indices fit a byte");
 extern uint8_t bx_medium_index[BX_MEDIUM_MAX / BX_MEDIUM_GRAIN + 1];
-BX_STATIC_ASSERT(BX_SMALL_BINS_MAX * BX_SMALL_BIN_STRIDE / 8 <= UINT16_MAX, "small bin offsets fit 16 bits");
 
 /* Fills the tables; idempotent. */
 void bx_sizeclass_init(void);
 
-/* n at most BX_SMALL_MAX: its bin's offset / 8. */
-static inline size_t bx_small_bin_offset8(size_t n) { return bx_small_offset8[(n + 15) >> 4]; }
-static inline size_t bx_small_bin_offset(size_t n) { return bx_small_bin_offset8(n) * 8; }
-static inline unsigned bx_small_bin(size_t n) { return (unsigned)(bx_small_bin_offset(n) / BX_SMALL_BIN_STRIDE); }
+/* n at most BX_SMALL_MAX. */
+static inline unsigned bx_small_bin(size_t n) { return bx_small_index[(n + 15) >> 4]; }
 static inline unsigned bx_medium_bin(size_t n) {
     return bx_medium_index[(n + BX_MEDIUM_GRAIN - 1) / BX_MEDIUM_GRAIN];
 }

@@ -19,11 +19,11 @@ struct BinFixture {
         bx_sizeclass_init();
         size = bx_small_size[index];
         ring.resize(bx_bin_ring_size(size));
-        bx_bin_init(&bin, index, size, ring.data(), (uint32_t)ring.size());
+        bx_bin_init(&bin, index, size, ring.data(), (uint32_t)ring.size(), &cache);
         bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0);
     }
     void *alloc() {
-        void *p = bx_bin_alloc(&bin, &cache);
+        void *p = bx_bin_alloc(&bin);
         return p ? p : bx_bin_refill_alloc(&bin, &cache, fake_heap());
     }
     void free_local(void *p) { bx_bin_free(&bin, bx_block_of(p), p, &cache); }
@@ -164,12 +164,12 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     uint32_t s16 = bx_small_size[0], s64 = bx_small_size[3];
     std::vector<bx_chain_t> ring16(bx_bin_ring_size(s16)), ring64(bx_bin_ring_size(s64));
     bx_bin_t b16, b64;
-    bx_bin_init(&b16, 0, s16, ring16.data(), (uint32_t)ring16.size());
-    bx_bin_init(&b64, 3, s64, ring64.data(), (uint32_t)ring64.size());
     bx_blockcache_t cache;
     bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0);
+    bx_bin_init(&b16, 0, s16, ring16.data(), (uint32_t)ring16.size(), &cache);
+    bx_bin_init(&b64, 3, s64, ring64.data(), (uint32_t)ring64.size(), &cache);
     auto alloc = [&](bx_bin_t *b) {
-        void *p = bx_bin_alloc(b, &cache);
+        void *p = bx_bin_alloc(b);
         return static_cast<char *>(p ? p : bx_bin_refill_alloc(b, &cache, fake_heap()));
     };
     // Five blocks of 64-byte objects, freed in allocation order (each block empties in turn).
