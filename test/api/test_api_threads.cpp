@@ -872,6 +872,19 @@ TEST_CASE("a thread keeps at most 2 MB of other heaps' objects: the rest go home
     REQUIRE(kept < kBound + largest);
 }
 
+// How many of `old` come back among `n` mallocs of `size` (all freed again).
+static size_t objects_back(const std::vector<void *> &old, size_t size, int n) {
+    std::set<void *> olds(old.begin(), old.end());
+    std::vector<void *> again;
+    size_t back = 0;
+    for (int i = 0; i < n; i++) {
+        again.push_back(a_malloc(size));
+        back += olds.count(again.back());
+    }
+    for (void *p : again) a_free(p);
+    return back;
+}
+
 // ---------------------------------------------------------------------------------------------
 TEST_CASE("kept objects of a size the freeing thread stopped allocating go back to their owner", "[api][threads][remote]") {
     // The keeper allocates the size once, frees the owner's objects (it keeps them) and then
@@ -889,13 +902,7 @@ TEST_CASE("kept objects of a size the freeing thread stopped allocating go back 
         for (auto &p : objs) memset(p = a_malloc(kSize), 3, kSize);
         phases.advance(1);
         phases.wait_for(2);
-        std::set<void *> old(objs.begin(), objs.end());
-        std::vector<void *> again;
-        for (int i = 0; i < 4 * N; i++) {
-            again.push_back(a_malloc(kSize));
-            reused += old.count(again.back());
-        }
-        for (void *p : again) a_free(p);
+        reused = objects_back(objs, kSize, 4 * N);
         phases.advance(3);
     });
     std::thread keeper([&] {
@@ -978,13 +985,7 @@ TEST_CASE("a thread keeps no objects of a size it never allocated: they go home 
         for (auto &p : objs) memset(p = a_malloc(kSize), 3, kSize);
         phases.advance(2);
         phases.wait_for(3);
-        std::set<void *> old(objs.begin(), objs.end());
-        std::vector<void *> again;
-        for (int i = 0; i < 4 * N; i++) {
-            again.push_back(a_malloc(kSize));
-            reused += old.count(again.back());
-        }
-        for (void *p : again) a_free(p);
+        reused = objects_back(objs, kSize, 4 * N);
         phases.advance(4);
     });
     owner.join();
