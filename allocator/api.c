@@ -91,8 +91,8 @@ static BX_NOINLINE void *malloc_slow(size_t size) {
     return alloc_unchecked(size);
 }
 
-/* The hot path: a small size, from the thread's fast-path bins (empty stand-ins when the
- * thread has no heap and in checked mode). */
+/* The hot path: a small size, from the bin the thread's table names (a stand-in with an
+ * empty stack when the thread has no heap and in checked mode). */
 static inline void *alloc_fast(size_t size) {
     if (BX_UNLIKELY(size > BX_SMALL_MAX)) return NULL;
     return bx_bin_alloc(bx_tls_bin_for[(size + 15) >> 4]);
