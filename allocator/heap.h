@@ -8,10 +8,10 @@
 #define BX_HEAP_H
 
 #include <stdatomic.h>
-#include <time.h>
 
 #include "bin.h"
 #include "blockcache.h"
+#include "os.h"
 #include "sizeclass.h"
 
 enum bx_heap_state {
@@ -139,12 +139,10 @@ void bx_heap_drain(bx_heap_t *h);
 /* The work of a decay tick (below) that is due. */
 void bx_heap_tick_due(bx_heap_t *h, uint64_t now_ns);
 /* On the owner's slow paths: once per decay delay, empties the heap's block caches and
- * returns the node and large caches' idle memory to the OS. The check is inline and in
- * nanoseconds (no division): every medium malloc pays it. */
+ * returns the node and large caches' idle memory to the OS. Inline: every medium malloc
+ * makes the check. */
 static inline void bx_heap_tick(bx_heap_t *h) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    uint64_t now = bx_now_ns();
     if (BX_UNLIKELY(now >= h->next_purge_ns)) bx_heap_tick_due(h, now);
 }
 /* Gives back everything free in a heap: drains, drops chains, empties caches. */

@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <stdatomic.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lock.h"
@@ -22,12 +21,6 @@ typedef struct bx_node {
 static bx_node_t nodes[BX_MAX_NODES];
 static int16_t cpu_node[BX_MAX_CPUS];
 static int node_count = 1;
-
-uint64_t bx_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Reads a small sysfs file into buf; false if absent. */
 static bool read_file(const char *path, char *buf, size_t size) {

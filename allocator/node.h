@@ -29,9 +29,6 @@ void bx_node_give(bx_superblock_t *sb);
  * Returns the bytes released. */
 size_t bx_node_purge(bool all);
 
-/* Milliseconds on a monotonic clock (coarse, cheap). */
-uint64_t bx_now_ms(void);
-
 /* For stats and the fork handlers. */
 size_t bx_node_superblocks_in_use(void);
 size_t bx_node_superblocks_cached(void);

@@ -2,7 +2,18 @@
 #ifndef BX_OS_H
 #define BX_OS_H
 
+#include <time.h>
+
 #include "common.h"
+
+/* A monotonic clock, coarse and cheap (the vDSO, no system call). The decay check on every
+ * medium malloc compares nanoseconds: no division. */
+static inline uint64_t bx_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static inline uint64_t bx_now_ms(void) { return bx_now_ns() / 1000000; }
 
 /* Anonymous read-write memory, or NULL. Sizes are multiples of the page size. */
 void *bx_os_map(size_t size);
