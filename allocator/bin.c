@@ -52,12 +52,12 @@ static void list_push(bx_bin_t *b, bx_block_t *blk, unsigned list) {
 }
 
 /* A block no chain refers to goes where its fill level says (thesis §8.1.1). */
-static void place(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
+static void place(bx_bin_t *b, bx_block_t *blk) {
     list_unlink(b, blk);
     blk->list = BX_LIST_NONE;
     if (blk->used == 0) {
         blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
-        bx_blockcache_free(cache, bx_superblock_of(blk), blk);
+        bx_blockcache_free(b->cache, bx_superblock_of(blk), blk);
         return;
     }
     uint32_t free = bx_block_free_count(blk);
@@ -69,13 +69,13 @@ static void place(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
         list_push(b, blk, BX_LIST_ALMOST_FULL);
 }
 
-static void unref(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
-    if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) place(b, blk, cache);
+static void unref(bx_bin_t *b, bx_block_t *blk) {
+    if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) place(b, blk);
 }
 
 /* Drops the oldest chain. Kept objects are interchangeable: whichever of them the chain
  * counted, that many stop being counted. */
-static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
+static void drop_oldest(bx_bin_t *b) {
     uint32_t count = bx_chainstack_record(&b->chains, 0)->count;
     bx_block_t *blk = bx_chainstack_drop_oldest(&b->chains);
     if (BX_UNLIKELY(bx_block_is_keep(blk))) {
@@ -83,19 +83,19 @@ static void drop_oldest(bx_bin_t *b, bx_blockcache_t *cache) {
         bx_bin_keep_dropped(b, count); /* blk is b->keep */
         return;
     }
-    unref(b, blk, cache);
+    unref(b, blk);
 }
 
-void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache) {
+void bx_bin_chain_exhausted(bx_bin_t *b) {
     bx_block_t *blk = bx_chainstack_pop(&b->chains);
     bx_block_share_slot_limit(blk);
-    unref(b, blk, cache);
+    unref(b, blk);
     /* Kept objects next, while they are still in this CPU's cache. */
     if (bx_bin_has_uncounted_kept(b)) bx_bin_take_kept(b);
 }
 
 void *bx_bin_chain_exhausted_ret(bx_bin_t *b, void *obj) {
-    bx_bin_chain_exhausted(b, b->cache);
+    bx_bin_chain_exhausted(b);
     return obj;
 }
 
@@ -119,27 +119,27 @@ static bool over_bound(const bx_bin_t *b) {
     return (size_t)len * b->per_block > 2 * allocated;
 }
 
-void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache) {
+void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk) {
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
     bx_block_t *top = b->chains.top.block;
-    if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top)) unref(b, bx_chainstack_pop(&b->chains), cache);
+    if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top)) unref(b, bx_chainstack_pop(&b->chains));
     bx_bin_push_chain(b, blk, 1);
-    while (over_bound(b)) drop_oldest(b, cache);
+    while (over_bound(b)) drop_oldest(b);
 }
 
-bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache) {
+bool bx_bin_release_empty_top(bx_bin_t *b) {
     bx_block_t *blk = b->chains.top.block;
     if (bx_chainstack_empty(&b->chains) || blk->used != 0 || bx_block_is_keep(blk)) return false;
-    unref(b, bx_chainstack_pop(&b->chains), cache);
+    unref(b, bx_chainstack_pop(&b->chains));
     return true;
 }
 
-void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap) {
+void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
     bx_block_t *blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)];
     if (!blk) blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)];
     if (!blk) {
-        blk = bx_blockcache_alloc(cache, NULL);
+        blk = bx_blockcache_alloc(b->cache, NULL);
         if (!blk) return NULL;
         bx_block_init(blk, heap, b, b->index, b->size);
     }
@@ -148,18 +148,18 @@ void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *h
     return bx_bin_alloc(b);
 }
 
-void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
+void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_push(blk, obj);
     b->frees++;
     if (blk->list == BX_LIST_QUEUE) return;
     /* Move the block only when its list changes: it was full, it just passed half free,
      * or it is entirely free (a drain frees many objects into one block). */
     uint32_t free = bx_block_free_count(blk);
-    if (free == 1 || free == blk->capacity / 2u + 1 || blk->used == 0) place(b, blk, cache);
+    if (free == 1 || free == blk->capacity / 2u + 1 || blk->used == 0) place(b, blk);
 }
 
-void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache) {
-    while (b->chains.len) drop_oldest(b, cache);
+void bx_bin_flush(bx_bin_t *b) {
+    while (b->chains.len) drop_oldest(b);
 }
 
 bool bx_bin_check(const bx_bin_t *b) {

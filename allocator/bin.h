@@ -55,19 +55,19 @@ uint32_t bx_bin_ring_size(uint32_t size);
 /* The bound on chains: 2 x allocated / objects per block, kept within [16, 64 KB / size]. */
 uint32_t bx_bin_bound(const bx_bin_t *b);
 
-/* Slow paths (bin.c). `cache` supplies and takes back the 64 KB blocks. */
-void *bx_bin_refill_alloc(bx_bin_t *b, bx_blockcache_t *cache, struct bx_heap *heap);
-void bx_bin_chain_exhausted(bx_bin_t *b, bx_blockcache_t *cache);
-void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk, bx_blockcache_t *cache);
+/* Slow paths (bin.c). The bin's cache supplies and takes back the 64 KB blocks. */
+void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap);
+void bx_bin_chain_exhausted(bx_bin_t *b);
+void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk);
 /* Puts a chain of `count` of blk's free objects on top (a keep block's, or a refill's). */
 void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count);
 /* A free that bypasses the chain stack (frees from other threads, DESIGN §4). */
-void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache);
+void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj);
 /* Drops the top chain if its block is entirely free (the block goes back to the cache when
  * no other record names it); true if it did. */
-bool bx_bin_release_empty_top(bx_bin_t *b, bx_blockcache_t *cache);
+bool bx_bin_release_empty_top(bx_bin_t *b);
 /* Drops every chain: blocks go to their lists, entirely free ones back to the cache. */
-void bx_bin_flush(bx_bin_t *b, bx_blockcache_t *cache);
+void bx_bin_flush(bx_bin_t *b);
 /* Validates chains, lists, counts and every block (bx_block_check); false on any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);
 
@@ -96,9 +96,9 @@ static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
 }
 
 /* Returns true when the free started a new chain (the semi-slow path). */
-static inline bool bx_bin_free(bx_bin_t *b, bx_block_t *blk, void *obj, bx_blockcache_t *cache) {
+static inline bool bx_bin_free(bx_bin_t *b, bx_block_t *blk, void *obj) {
     if (BX_LIKELY(bx_bin_free_top(b, blk, obj))) return false;
-    bx_bin_new_chain(b, blk, cache);
+    bx_bin_new_chain(b, blk);
     return true;
 }
 

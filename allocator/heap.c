@@ -83,7 +83,7 @@ void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
 static inline size_t drain_small(bx_heap_t *h, void *obj) {
     bx_block_t *blk = bx_block_of(obj);
     size_t size = blk->size;
-    bx_bin_free_direct(&h->small[blk->bin], blk, obj, &h->small_blocks);
+    bx_bin_free_direct(&h->small[blk->bin], blk, obj);
     return size;
 }
 
@@ -98,7 +98,7 @@ static size_t drain_one(bx_heap_t *h, void *obj) {
 }
 
 void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
-    bx_bin_new_chain(b, blk, &h->small_blocks);
+    bx_bin_new_chain(b, blk);
     if (BX_UNLIKELY(atomic_load_explicit(&h->remote_bytes, memory_order_relaxed) >= BX_REMOTE_DRAIN_BYTES))
         bx_heap_drain(h);
 }
@@ -137,7 +137,7 @@ void bx_heap_release_free(bx_heap_t *h) {
     bx_heap_flush_outbox(h);
     bx_heap_drain(h);
     for (unsigned i = 0; i < bx_small_bins; i++) {
-        bx_bin_flush(&h->small[i], &h->small_blocks);
+        bx_bin_flush(&h->small[i]);
         keep_release(h, i);
     }
     bx_heap_flush_outbox(h); /* the kept objects just sent home */
@@ -382,7 +382,7 @@ static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
          * blocks through the cache on every refill (merge sort: 1.17 s -> 1.55 s). */
         bool idle = b->allocs == h->allocs_at_reclaim[i];
         h->allocs_at_reclaim[i] = b->allocs;
-        if (b != except && idle) bx_bin_release_empty_top(b, &h->small_blocks);
+        if (b != except && idle) bx_bin_release_empty_top(b);
     }
 }
 
@@ -411,7 +411,7 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
     if (!b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] && !b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)] &&
         bx_blockcache_would_grow(&h->small_blocks))
         reclaim_empty_tops(h, b);
-    void *p = bx_bin_refill_alloc(b, &h->small_blocks, h);
+    void *p = bx_bin_refill_alloc(b, h);
     /* Checked mode: the whole block a new chain starts on, once per refill. */
     if (BX_UNLIKELY(bx_options.check) && p) bx_checked_block(bx_block_of(p));
     return p;

@@ -24,12 +24,12 @@ struct BinFixture {
     }
     void *alloc() {
         void *p = bx_bin_alloc(&bin);
-        return p ? p : bx_bin_refill_alloc(&bin, &cache, fake_heap());
+        return p ? p : bx_bin_refill_alloc(&bin, fake_heap());
     }
-    void free_local(void *p) { bx_bin_free(&bin, bx_block_of(p), p, &cache); }
-    void free_direct(void *p) { bx_bin_free_direct(&bin, bx_block_of(p), p, &cache); }
+    void free_local(void *p) { bx_bin_free(&bin, bx_block_of(p), p); }
+    void free_direct(void *p) { bx_bin_free_direct(&bin, bx_block_of(p), p); }
     ~BinFixture() {
-        bx_bin_flush(&bin, &cache);
+        bx_bin_flush(&bin);
         bx_blockcache_flush(&cache);
         bx_blockalloc_destroy(&cache.alloc);
     }
@@ -77,7 +77,7 @@ TEST_CASE("bin: random operations keep objects distinct and structures consisten
         }
         for (char *p : live) f.free_local(p);
         REQUIRE(bx_bin_check(&f.bin));
-        bx_bin_flush(&f.bin, &f.cache);
+        bx_bin_flush(&f.bin);
         // Every block was entirely free, so every one went back to the block cache.
         for (unsigned l = BX_LIST_FULL; l < BX_LIST_COUNT; l++) REQUIRE(f.bin.lists[bx_bin_list_slot(l)] == nullptr);
         bx_blockcache_flush(&f.cache);
@@ -170,7 +170,7 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     bx_bin_init(&b64, 3, s64, ring64.data(), (uint32_t)ring64.size(), &cache);
     auto alloc = [&](bx_bin_t *b) {
         void *p = bx_bin_alloc(b);
-        return static_cast<char *>(p ? p : bx_bin_refill_alloc(b, &cache, fake_heap()));
+        return static_cast<char *>(p ? p : bx_bin_refill_alloc(b, fake_heap()));
     };
     // Five blocks of 64-byte objects, freed in allocation order (each block empties in turn).
     uint32_t per = b64.per_block;
@@ -179,7 +179,7 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     std::set<bx_block_t *> blocks64;
     for (char *p : objs) blocks64.insert(bx_block_of(p));
     REQUIRE(blocks64.size() == 5);
-    for (char *p : objs) bx_bin_free(&b64, bx_block_of(p), p, &cache);
+    for (char *p : objs) bx_bin_free(&b64, bx_block_of(p), p);
     REQUIRE(bx_bin_check(&b64));
     // Only the last block, still the top chain, stays with the bin; the other four are cached.
     REQUIRE(b64.chains.len == 1);
@@ -197,10 +197,10 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     REQUIRE(bx_bin_check(&b16));
     // Clean up: the 16-byte blocks are full; give everything back.
     for (bx_block_t *blk : blocks16) {
-        for (uint32_t i = 0; i < b16.per_block; i++) bx_bin_free_direct(&b16, blk, bx_block_first(blk) + i * s16, &cache);
+        for (uint32_t i = 0; i < b16.per_block; i++) bx_bin_free_direct(&b16, blk, bx_block_first(blk) + i * s16);
     }
-    bx_bin_flush(&b16, &cache);
-    bx_bin_flush(&b64, &cache);
+    bx_bin_flush(&b16);
+    bx_bin_flush(&b64);
     bx_blockcache_flush(&cache);
     REQUIRE(cache.alloc.superblocks == 0);
     bx_blockalloc_destroy(&cache.alloc);
@@ -211,18 +211,18 @@ TEST_CASE("bin: an entirely free top block can be taken back for another bin", "
     std::vector<char *> objs;
     for (int i = 0; i < 10; i++) objs.push_back(static_cast<char *>(f.alloc()));
     bx_block_t *blk = bx_block_of(objs[0]);
-    REQUIRE(!bx_bin_release_empty_top(&f.bin, &f.cache)); // objects still live in it
+    REQUIRE(!bx_bin_release_empty_top(&f.bin)); // objects still live in it
     for (char *p : objs) f.free_local(p);
     // Frees never left the block, so it is still the top chain, entirely free.
     REQUIRE(f.bin.chains.len == 1);
     REQUIRE(f.bin.chains.top.block == blk);
     REQUIRE(blk->used == 0);
     uint32_t cached = f.cache.count;
-    REQUIRE(bx_bin_release_empty_top(&f.bin, &f.cache));
+    REQUIRE(bx_bin_release_empty_top(&f.bin));
     REQUIRE(bx_chainstack_empty(&f.bin.chains));
     REQUIRE(f.cache.count == cached + 1);
     REQUIRE(f.cache.head == blk);
-    REQUIRE(!bx_bin_release_empty_top(&f.bin, &f.cache)); // nothing left to give
+    REQUIRE(!bx_bin_release_empty_top(&f.bin)); // nothing left to give
     REQUIRE(bx_bin_check(&f.bin));
     // The bin still works: its next allocation refills from the cache.
     char *p = static_cast<char *>(f.alloc());
