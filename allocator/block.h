@@ -160,7 +160,11 @@ static inline bool bx_object_plain_live(const void *obj) { return !bx_object_key
 static inline void *bx_block_pop(bx_block_t *b) {
     void *obj = b->free;
     if (BX_LIKELY(obj != NULL)) {
-        b->free = bx_link_get(obj);
+        void *next = bx_link_get(obj);
+        b->free = next;
+        /* The next malloc reads next's link: fetch its line now, while the program works
+         * (perf: 3/4 of malloc's time in `pipeline` was that load missing). */
+        __builtin_prefetch(next);
     } else {
         if (BX_UNLIKELY(b == &bx_block_none)) return NULL;
         obj = bx_block_bump(b);
