@@ -141,6 +141,10 @@ static void *aligned_unchecked(size_t alignment, size_t size) {
         if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
         char *aligned = (char *)bx_align_up((uintptr_t)p, alignment);
         bx_object_mark_aligned(p, aligned);
+        /* As malloc clears a slot start's key word: the block's last format may have left a
+         * free object's record (link, key) here, and realloc copies from here, so the new
+         * object would look freed. At least 16 bytes follow: slots are multiples of 16. */
+        ((uintptr_t *)aligned)[1] = 0;
         return aligned;
     }
     ensure_init();

@@ -94,6 +94,32 @@ TEST_CASE("aligned objects can be realloc'ed (contents kept, result 16-aligned)"
     }
 }
 
+// A block freed by one size and formatted for another keeps the old free objects' records
+// (mangled link, free key) in its memory. An aligned object hands out an address inside its
+// slot, which can sit on such a record; realloc copies from that address, and a copy of a
+// record made the new object look freed: free() aborted with "double free" (found by the fuzz
+// harness, hardening_fuzz).
+TEST_CASE("realloc of an aligned object never written: the new object is live", "[api][align]") {
+    owns_fn owns = owns_ptr();
+    std::vector<void *> objs(3000);
+    for (int round = 0; round < 10; round++) {
+        for (size_t size : {size_t(16), size_t(48), size_t(64), size_t(256), size_t(1024)}) {
+            for (size_t al : {size_t(64), size_t(512), size_t(4096)}) {
+                INFO("round " << round << ": blocks of " << size << " B objects, alignment " << al);
+                for (void *&o : objs) REQUIRE((o = a_malloc(size)) != nullptr);
+                for (void *o : objs) a_free(o);
+                void *p = a_aligned_alloc(al, 16);
+                REQUIRE(p != nullptr);
+                void *q = a_realloc(p, 211);
+                REQUIRE(q != nullptr);
+                if (owns) REQUIRE(owns(q) == 1);
+                REQUIRE(a_usable(q) >= 211);
+                a_free(q);
+            }
+        }
+    }
+}
+
 TEST_CASE("many live aligned objects mixed with malloc", "[api][align]") {
     Rng rng(9);
     std::vector<Obj> live;
