@@ -140,11 +140,7 @@ static void *aligned_unchecked(size_t alignment, size_t size) {
         if (!p) p = alloc_unchecked(padded);
         if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
         char *aligned = (char *)bx_align_up((uintptr_t)p, alignment);
-        bx_object_mark_aligned(p, aligned);
-        /* As malloc clears a slot start's key word: the block's last format may have left a
-         * free object's record (link, key) here, and realloc copies from here, so the new
-         * object would look freed. At least 16 bytes follow: slots are multiples of 16. */
-        ((uintptr_t *)aligned)[1] = 0;
+        bx_object_mark_aligned(p, aligned, bx_object_key(p));
         return aligned;
     }
     ensure_init();
@@ -227,14 +223,14 @@ static void free_resolved(bx_lookup_t *r) {
         if (r->block->heap == h)
             bx_heap_free_small(h, r->block, r->object);
         else
-            bx_heap_free_foreign(r->block->heap, r->object, r->block->size);
+            bx_heap_free_foreign(r->block->heap, r->object, r->block->size, bx_block_key(r->block));
         break;
     case BX_TAG_MEDIUM:
         if (!bx_sb_take_live(r->sb, r->index, r->sb->heap == h)) bx_fatal("free(): double free", r->object);
         if (r->sb->heap == h)
             bx_heap_free_medium(h, r->sb, r->index);
         else
-            bx_heap_free_foreign(r->sb->heap, r->object, r->sb->block_size);
+            bx_heap_free_foreign(r->sb->heap, r->object, r->sb->block_size, r->sb->free_key);
         break;
     case BX_TAG_LARGE: {
         int saved = errno; /* free() must not change errno, and munmap may */
@@ -280,7 +276,7 @@ static BX_NOINLINE void free_medium(uintptr_t entry, void *p) {
     bx_superblock_t *sb = bx_span_of(entry);
     uint32_t index = 0; /* set whenever the block found is p itself */
     /* Clearing the live flag comes last: any failed check leaves the object as it was. */
-    if (BX_LIKELY(h != NULL && sb->heap == h && bx_sb_object(sb, p, &index) == p && bx_object_plain_live(p) &&
+    if (BX_LIKELY(h != NULL && sb->heap == h && bx_sb_object(sb, p, &index) == p && bx_object_plain_live(p, sb->free_key) &&
                   bx_sb_take_live(sb, index, true))) {
         bx_heap_free_medium(h, sb, index);
         return;
@@ -294,7 +290,7 @@ static inline __attribute__((always_inline)) void free_in_small_block(void *p) {
     bx_heap_t *h = bx_tls_fast;
     if (BX_LIKELY(blk->heap == h)) {
         /* p is an object handed out: a slot start, and marked neither free nor aligned. */
-        if (BX_LIKELY(bx_block_is_own_slot(blk, p) && bx_object_plain_live(p))) {
+        if (BX_LIKELY(bx_block_is_own_slot(blk, p) && bx_object_plain_live(p, bx_block_key(blk)))) {
             bx_heap_free_small(h, blk, p);
             return;
         }

@@ -14,6 +14,7 @@ void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin
     b->prev = b->next = NULL;
     b->size = size;
     b->div_magic = div_magic_for(size);
+    b->free_key = bx_format_key(b, size);
     b->used = 0;
     b->capacity = (uint16_t)((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size);
     b->chain_refs = 0;
@@ -33,7 +34,7 @@ bool bx_block_check_header(const bx_block_t *b) {
 }
 
 bool bx_block_check_free_object(const bx_block_t *b, const void *obj) {
-    return bx_block_of(obj) == b && bx_block_is_slot(b, obj) && bx_object_is_free(obj);
+    return bx_block_of(obj) == b && bx_block_is_slot(b, obj) && bx_object_is_free(obj, bx_block_key(b));
 }
 
 bool bx_block_check(const bx_block_t *b) {

@@ -47,6 +47,7 @@ typedef struct bx_block {
     struct bx_heap *heap __attribute__((aligned(64))); /* owner; other threads' frees go to
                                   * its remote list */
     struct bx_bin *owner_bin;    /* the owner's bin of this size: one load on local frees */
+    uintptr_t free_key;          /* marks this format's free objects (bx_block_key) */
     uint32_t size;               /* object size */
     uint32_t div_magic;          /* floor(2^32 / size) + 1: quotients and divisibility by size */
     uint16_t capacity;           /* objects that fit */
@@ -124,36 +125,43 @@ static inline bool bx_block_is_own_slot(const bx_block_t *b, const void *p) {
     return bx_block_offset(p) * b->div_magic < b->slot_limit;
 }
 
-/* A small object's second word is the free key (random per process, as glibc's tcache key)
- * when it is free or the start of an over-allocated aligned object, and anything else when
- * it is a plain live object: free's fast path tells them apart with one compare. The first
- * word then says which: a free object's is a mangled link (top bit set, secret.h), an
- * aligned object's is the address it handed out (a user-space pointer, top bit clear). */
-static inline bool bx_object_keyed(const void *obj) { return ((const uintptr_t *)obj)[1] == bx_free_key; }
-static inline bool bx_object_is_free(const void *obj) {
-    return bx_object_keyed(obj) && (intptr_t)((const uintptr_t *)obj)[0] < 0;
+/* A small object's second word is its block's free key when it is free or the start of an
+ * over-allocated aligned object, and anything else when it is a plain live object: free's
+ * fast path tells them apart with one compare. The first word then says which: a free
+ * object's is a mangled link (top bit set, secret.h), an aligned object's is the address it
+ * handed out (a user-space pointer, top bit clear). Medium objects use their superblock's. */
+static inline bool bx_object_keyed(const void *obj, uintptr_t key) { return ((const uintptr_t *)obj)[1] == key; }
+static inline bool bx_object_is_free(const void *obj, uintptr_t key) {
+    return bx_object_keyed(obj, key) && (intptr_t)((const uintptr_t *)obj)[0] < 0;
 }
 /* Free but on no block's list yet (on its way to its owner): a mangled null link. */
-static inline void bx_object_mark_free(void *obj) {
+static inline void bx_object_mark_free(void *obj, uintptr_t key) {
     bx_link_set(obj, NULL);
-    ((uintptr_t *)obj)[1] = bx_free_key;
+    ((uintptr_t *)obj)[1] = key;
 }
 
 /* An over-allocated aligned object hands out an address inside itself; its first two
  * words (before that address) record which, so free() can tell it from a stray pointer. */
-static inline void bx_object_mark_aligned(void *obj, const void *handed_out) {
+static inline void bx_object_mark_aligned(void *obj, const void *handed_out, uintptr_t key) {
     ((uintptr_t *)obj)[0] = (uintptr_t)handed_out;
-    ((uintptr_t *)obj)[1] = bx_free_key;
+    ((uintptr_t *)obj)[1] = key;
 }
-static inline bool bx_object_is_aligned(const void *obj) {
-    return bx_object_keyed(obj) && (intptr_t)((const uintptr_t *)obj)[0] >= 0;
+static inline bool bx_object_is_aligned(const void *obj, uintptr_t key) {
+    return bx_object_keyed(obj, key) && (intptr_t)((const uintptr_t *)obj)[0] >= 0;
 }
-static inline bool bx_object_handed_out(const void *obj, const void *p) {
-    if (bx_object_is_aligned(obj)) return ((const uintptr_t *)obj)[0] == (uintptr_t)p;
+static inline bool bx_object_handed_out(const void *obj, const void *p, uintptr_t key) {
+    if (bx_object_is_aligned(obj, key)) return ((const uintptr_t *)obj)[0] == (uintptr_t)p;
     return obj == p;
 }
 /* Neither free nor the start of an over-allocated aligned object. */
-static inline bool bx_object_plain_live(const void *obj) { return !bx_object_keyed(obj); }
+static inline bool bx_object_plain_live(const void *obj, uintptr_t key) { return !bx_object_keyed(obj, key); }
+
+/* The key of a block's free objects: the process's key mixed with the block's address and
+ * object size, so that no record a past format left in the block's memory matches. Within
+ * one format every record sits at a slot start, and malloc clears the key word of each
+ * slot start it hands out; a record of another format (another size, or another block) that
+ * a program copies out of bytes it never wrote no longer reads as a free object. */
+static inline uintptr_t bx_block_key(const bx_block_t *b) { return b->free_key; }
 
 /* Takes one free object; the caller knows one exists (a chain counts it), except for the
  * empty stack's stand-in block (chainstack.h), which gives NULL. */
@@ -176,12 +184,15 @@ static inline void *bx_block_pop(bx_block_t *b) {
     return obj;
 }
 
-static inline void bx_block_push(bx_block_t *b, void *obj) {
-    uintptr_t key = bx_free_key; /* read before the link store, which could alias it */
+/* Pushes obj, marked with `key`: its own block's (a keep block lists other blocks' objects). */
+static inline void bx_block_push_keyed(bx_block_t *b, void *obj, uintptr_t key) {
     bx_link_set(obj, b->free);
     ((uintptr_t *)obj)[1] = key;
     b->free = obj;
     b->used--;
+}
+static inline void bx_block_push(bx_block_t *b, void *obj) {
+    bx_block_push_keyed(b, obj, bx_block_key(b)); /* read before the link store, which could alias it */
 }
 
 #endif

@@ -258,8 +258,8 @@ static BX_NOINLINE void send_home_unbatched(bx_heap_t *owner, void *obj, size_t 
     after_push(owner, bx_remote_push(owner, obj, size));
 }
 
-void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size) {
-    bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
+void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size, uintptr_t key) {
+    bx_object_mark_free(obj, key); /* a second free of it is caught before the owner drains it */
     /* A thread that only frees gets a heap too: its outbox batches the frees. */
     bx_heap_t *self = bx_tls_heap ? bx_tls_heap : bx_heap_acquire();
     if (self) self->counters.remote_frees++;
@@ -280,7 +280,7 @@ static inline void send_home(bx_heap_t *self, bx_heap_t *owner, void *obj, size_
 
 /* Out of line, so that keeping an object needs no stack frame. */
 static BX_NOINLINE void send_home_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
-    bx_object_mark_free(obj); /* a second free of it is caught before the owner drains it */
+    bx_object_mark_free(obj, bx_block_key(blk)); /* a second free of it is caught before the owner drains it */
     send_home(self, blk->heap, obj, blk->size);
 }
 
@@ -295,7 +295,7 @@ void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
          * stack): a malloc takes them all at once when the bin's chains run out. */
         bool on_top = b->chains.top.block == keep;
         if (BX_LIKELY(on_top || self->kept_bytes < BX_KEEP_HEAP_BYTES)) {
-            bx_block_push(keep, obj);
+            bx_block_push_keyed(keep, obj, bx_block_key(blk));
             b->frees++;
             if (on_top)
                 b->chains.top.count++;
@@ -313,12 +313,12 @@ static void keep_send_home(bx_bin_t *b, bx_block_t *keep, uint32_t n) {
     b->frees -= n; /* they were never this bin's */
     while (n--) {
         void *obj = bx_block_pop(keep);
-        bx_object_mark_free(obj); /* still free: a second free of it must be caught */
         /* Read once, before the push: the owner may drain the object, empty the block and
          * give it back (its owner field then reads NO_OWNER) before the push returns. */
         bx_block_t *blk = bx_block_of(obj);
         bx_heap_t *owner = blk->heap;
         size_t size = blk->size;
+        bx_object_mark_free(obj, bx_block_key(blk)); /* still free: a second free of it must be caught */
         if (self)
             send_home(self, owner, obj, size);
         else

@@ -120,14 +120,15 @@ static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) 
     bx_heap_free_new_chain(h, b, blk);
 }
 
-/* Frees an object owned by heap `owner` from a thread that does not own it. */
-void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size);
+/* Frees an object owned by heap `owner` from a thread that does not own it; `key` marks it
+ * free on the way (its block's, or its superblock's for a medium object). */
+void bx_heap_free_foreign(bx_heap_t *owner, void *obj, size_t size, uintptr_t key);
 /* Whether free(p) of a small block that heap `self` (the caller's, maybe NULL) does not own
  * can skip the full lookup: the checks of lookup(), in its order (fields that stay put while
  * the block holds a live object, then the object's own state). False: the slow path. */
 static inline bool bx_heap_foreign_small_ok(const bx_heap_t *self, bx_block_t *blk, const void *p) {
     if (BX_UNLIKELY(!self || blk->heap == BX_BLOCK_NO_OWNER)) return false;
-    return bx_block_is_slot(blk, p) && bx_object_plain_live(p);
+    return bx_block_is_slot(blk, p) && bx_object_plain_live(p, bx_block_key(blk));
 }
 /* Frees a plain live small object of another heap (checked with the above). */
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj);

@@ -19,6 +19,13 @@ typedef struct {
     bool freed;        /* tag 0 because p is in one of our objects that is already free */
 } bx_lookup_t;
 
+/* The free key of the block or superblock format holding ours, a small or medium object. */
+static inline uintptr_t bx_object_key(const void *ours) {
+    uintptr_t entry = bx_pagemap_get(ours);
+    if (bx_tag_of(entry) == BX_TAG_MEDIUM) return ((const bx_superblock_t *)bx_span_of(entry))->free_key;
+    return bx_block_key(bx_block_of(ours));
+}
+
 /* Resolves p into *out without writing through p; tag 0 if p is not a live object's
  * address. Filled in place: a returned struct copied with vector moves stalls on store
  * forwarding (the slow free path, mixed: +10% wall time). */
@@ -33,8 +40,8 @@ static inline __attribute__((always_inline)) void bx_lookup(const void *p, bx_lo
         if (blk->heap == BX_BLOCK_NO_OWNER) break;
         char *obj = bx_block_object(blk, p);
         if (!obj || !bx_block_is_slot(blk, obj)) break;
-        r.freed = bx_object_is_free(obj);
-        if (r.freed || !bx_object_handed_out(obj, p)) break;
+        r.freed = bx_object_is_free(obj, bx_block_key(blk));
+        if (r.freed || !bx_object_handed_out(obj, p, bx_block_key(blk))) break;
         r.tag = BX_TAG_SMALL;
         r.block = blk;
         r.object = obj;
@@ -47,7 +54,7 @@ static inline __attribute__((always_inline)) void bx_lookup(const void *p, bx_lo
         char *obj = sb->owner ? bx_sb_object(sb, p, &index) : NULL;
         if (!obj) break;
         r.freed = obj == p && !bx_sb_live(sb, index);
-        if (!bx_sb_live(sb, index) || !bx_object_handed_out(obj, p)) break;
+        if (!bx_sb_live(sb, index) || !bx_object_handed_out(obj, p, sb->free_key)) break;
         r.tag = BX_TAG_MEDIUM;
         r.sb = sb;
         r.index = index;

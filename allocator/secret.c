@@ -28,3 +28,10 @@ void bx_secrets_init(void) {
      * link stays aligned, so the fault is the first thing that goes wrong. */
     bx_link_secret = ((random_word() * 0x9e3779b97f4a7c15u) | 0x8000000000000000u) & ~(uintptr_t)15;
 }
+
+uintptr_t bx_format_key(const void *base, uint32_t size) {
+    /* base | size is distinct for each pair; the product by an odd constant is a bijection;
+     * the OR's bit 0 is clear in every product (sizes are multiples of 16) and its bit 63
+     * would merge only products 2^63 apart, whose inputs would be too. */
+    return (bx_free_key ^ (((uintptr_t)base | size) * 0x9e3779b97f4a7c15u)) | 0x8000000000000001u;
+}

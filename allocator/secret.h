@@ -1,10 +1,11 @@
 /* secret.h - per-process secrets that keep heap metadata in free memory hard to forge.
  *
- * The free key marks freed small objects (a double free costs one compare to catch). The
- * link secret mangles every free-list link stored inside free memory (safe-linking, as
- * glibc and mimalloc do): a link overwritten by a heap overflow or a write after free
- * decodes to a non-canonical address, so the allocator faults instead of handing out
- * memory the attacker chose. Both are fixed before the first allocation. */
+ * The free key, mixed per block format (bx_format_key), marks freed small objects (a double
+ * free costs one compare to catch). The link secret mangles every free-list link stored
+ * inside free memory (safe-linking, as glibc and mimalloc do): a link overwritten by a heap
+ * overflow or a write after free decodes to a non-canonical address, so the allocator
+ * faults instead of handing out memory the attacker chose. Both are fixed before the first
+ * allocation. */
 #ifndef BX_SECRET_H
 #define BX_SECRET_H
 
@@ -15,6 +16,12 @@ extern __attribute__((visibility("hidden"))) uintptr_t bx_link_secret;
 
 /* Draws both secrets (getrandom; no malloc). */
 void bx_secrets_init(void);
+
+/* The free key of one format of a block or superblock: objects of `size` from `base`. A
+ * record (free link and key) left in memory by another format never matches it, so bytes a
+ * program copies out of memory it never wrote cannot make an object look freed. Distinct
+ * for every pair when base is aligned above size; odd and above user space, as bx_free_key. */
+uintptr_t bx_format_key(const void *base, uint32_t size);
 
 /* One xor each way: x86 folds the secret's load into it. */
 static inline void bx_link_set(void *at, const void *next) {

@@ -94,6 +94,7 @@ static void format(bx_blockalloc_t *ba, bx_superblock_t *sb) {
     sb->heap_pos = BX_SB_NOT_IN_HEAP;
     sb->cached = 0;
     sb->div_magic = div_magic_for(ba->block_size);
+    sb->free_key = bx_format_key(sb, ba->block_size);
     memset(sb->live, 0, sizeof sb->live);
 }
 

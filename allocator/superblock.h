@@ -23,7 +23,10 @@ typedef struct bx_superblock {
     void *free;                  /* free blocks, linked through their first word (mangled) */
     char *bump;                  /* first block never handed out */
     uint64_t div_magic;          /* (offset * div_magic) >> 48 == offset / block_size */
-    uint32_t block_size, capacity, used;
+    uint32_t block_size, capacity;
+    uintptr_t free_key;          /* marks this format's aligned and in-transit objects: on
+                                  * the first line, which a medium free reads anyway */
+    uint32_t used;
     uint32_t heap_pos;           /* index in owner's min-heap, or BX_SB_NOT_IN_HEAP */
     uint32_t cached;             /* blocks of it waiting in the owner's block cache */
     int node;                    /* NUMA node its memory is bound to */

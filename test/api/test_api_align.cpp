@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "api.h"
@@ -115,6 +116,38 @@ TEST_CASE("realloc of an aligned object never written: the new object is live", 
                 if (owns) REQUIRE(owns(q) == 1);
                 REQUIRE(a_usable(q) >= 211);
                 a_free(q);
+            }
+        }
+    }
+}
+
+// A program may copy bytes it never wrote (uninitialised padding, say) from inside one object
+// to the start of another. Where a block's last format left a free object's record, the copy
+// must not make the new object look freed: free() would abort with "double free".
+TEST_CASE("bytes copied from never-written memory do not make an object look freed", "[api][align]") {
+    std::vector<void *> objs(3000);
+    for (int round = 0; round < 4; round++) {
+        for (size_t old_size : {size_t(16), size_t(48), size_t(256)}) {
+            for (size_t new_size : {size_t(1024), size_t(208)}) {
+                INFO("round " << round << ": blocks of " << old_size << " B, then " << new_size << " B objects");
+                for (void *&o : objs) REQUIRE((o = a_malloc(old_size)) != nullptr);
+                for (void *o : objs) a_free(o);
+                std::vector<char *> never_written(100);
+                for (char *&x : never_written) REQUIRE((x = static_cast<char *>(a_malloc(new_size))) != nullptr);
+                for (char *x : never_written) {
+                    for (size_t at = 0; at + 16 <= new_size; at += 16) {
+                        // Into an object of the old format's size too: another block of it.
+                        for (size_t copy_size : {old_size, new_size}) {
+                            char *y = static_cast<char *>(a_malloc(copy_size));
+                            REQUIRE(y != nullptr);
+                            std::memcpy(y, opaque(x + at), 16);
+                            if (a_owns(y) != -1) REQUIRE(a_owns(y) == 1);
+                            REQUIRE(a_usable(y) >= copy_size);
+                            a_free(y);
+                        }
+                    }
+                }
+                for (char *x : never_written) a_free(x);
             }
         }
     }

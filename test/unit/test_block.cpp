@@ -3,7 +3,9 @@
 // byte offset of a block against the plain definition (division).
 #include <catch2/catch.hpp>
 #include <cstddef>
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 #include "internals.h"
 
 TEST_CASE("block: slot tests agree with division for every size and offset", "[block]") {
@@ -56,11 +58,51 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
     REQUIRE(bx_block_is_slot(blk, b));
     REQUIRE_FALSE(bx_block_is_slot(blk, b + size)); // never handed out
     bx_block_push(blk, a);
-    REQUIRE(bx_object_is_free(a));
+    REQUIRE(bx_object_is_free(a, bx_block_key(blk)));
     REQUIRE(bx_block_check(blk));
     REQUIRE(bx_block_pop(blk) == a); // LIFO
-    REQUIRE_FALSE(bx_object_is_free(a));
+    REQUIRE_FALSE(bx_object_is_free(a, bx_block_key(blk)));
     REQUIRE(blk->used == 2);
+    std::free(mem);
+}
+
+TEST_CASE("block: a free record of one format is not free under the next", "[block]") {
+    bx_sizeclass_init();
+    void *mem = std::aligned_alloc(BX_BLOCK_SIZE, 2 * BX_BLOCK_SIZE);
+    REQUIRE(mem != nullptr);
+    auto *blocks = static_cast<char *>(mem);
+    // Odd (never an aligned pointer) and negative (never a user-space address).
+    std::vector<uintptr_t> keys;
+    for (int which = 0; which < 2; which++) {
+        auto *blk = reinterpret_cast<bx_block_t *>(blocks + which * BX_BLOCK_SIZE);
+        for (unsigned bin = 0; bin < bx_small_bins; bin++) {
+            bx_block_init(blk, fake_heap(), nullptr, bin, bx_small_size[bin]);
+            keys.push_back(bx_block_key(blk));
+        }
+    }
+    // Medium formats: superblocks are 2 MB aligned; the one above the blocks' base too.
+    auto *superblock = reinterpret_cast<char *>(((uintptr_t)blocks + (2u << 20)) & ~(uintptr_t)((2u << 20) - 1));
+    for (unsigned bin = 0; bin < bx_medium_bins; bin++)
+        for (char *base : {superblock, superblock + (2u << 20)}) keys.push_back(bx_format_key(base, bx_medium_size[bin]));
+    for (uintptr_t key : keys) REQUIRE(((key & 1) == 1 && (intptr_t)key < 0 && key != bx_free_key));
+    std::sort(keys.begin(), keys.end());
+    REQUIRE(std::adjacent_find(keys.begin(), keys.end()) == keys.end());
+
+    // Every record a 16 B format leaves, at every 16 B offset, read by each later format of
+    // this block and by the same format of the next block.
+    auto *blk = reinterpret_cast<bx_block_t *>(blocks);
+    auto *next = reinterpret_cast<bx_block_t *>(blocks + BX_BLOCK_SIZE);
+    bx_block_init(blk, fake_heap(), nullptr, 0, bx_small_size[0]);
+    bx_block_init(next, fake_heap(), nullptr, 0, bx_small_size[0]);
+    std::vector<void *> objs;
+    while (void *o = bx_block_free_count(blk) ? bx_block_pop(blk) : nullptr) objs.push_back(o);
+    for (void *o : objs) bx_block_push(blk, o);
+    for (void *o : objs) REQUIRE(bx_object_is_free(o, bx_block_key(blk)));
+    for (void *o : objs) REQUIRE_FALSE(bx_object_is_free(o, bx_block_key(next)));
+    for (unsigned bin = 1; bin < bx_small_bins; bin++) {
+        bx_block_init(blk, fake_heap(), nullptr, bin, bx_small_size[bin]);
+        for (void *o : objs) REQUIRE_FALSE(bx_object_keyed(o, bx_block_key(blk)));
+    }
     std::free(mem);
 }
 
@@ -73,7 +115,8 @@ TEST_CASE("block: the header fields other threads read first are off the owner's
     for (size_t written : {offsetof(bx_block_t, used), offsetof(bx_block_t, carved), offsetof(bx_block_t, slot_limit),
                            offsetof(bx_block_t, chain_refs), offsetof(bx_block_t, prev), offsetof(bx_block_t, next)})
         REQUIRE(line(written) == owner_line);
-    for (size_t read : {offsetof(bx_block_t, heap), offsetof(bx_block_t, owner_bin), offsetof(bx_block_t, size),
+    for (size_t read : {offsetof(bx_block_t, heap), offsetof(bx_block_t, owner_bin), offsetof(bx_block_t, free_key),
+                        offsetof(bx_block_t, size),
                         offsetof(bx_block_t, div_magic), offsetof(bx_block_t, capacity), offsetof(bx_block_t, bin),
                         offsetof(bx_block_t, shared_slot_limit)})
         REQUIRE(line(read) != owner_line);
