@@ -46,6 +46,19 @@ static bool parse_flag(const char *name, const char *s) {
     return false;
 }
 
+const char *const bx_thp_names[] = {"auto", "never", "always", "system"};
+
+/* One of `count` words; the index of `fallback` on anything else. */
+static int word_setting(const char *name, const char *const *words, int count, int fallback) {
+    const char *s = getenv(name);
+    if (!s) return fallback;
+    for (int i = 0; i < count; i++)
+        if (!strcmp(s, words[i])) return i;
+    bx_message("bobox: ignoring %s=%s (expected one of: %s, %s, %s, %s); using %s\n", name, s, words[0], words[1],
+               words[2], words[3], words[fallback]);
+    return fallback;
+}
+
 static uint64_t number_setting(const char *name, uint64_t min, uint64_t max, uint64_t fallback) {
     const char *s = getenv(name);
     uint64_t v;
@@ -63,10 +76,11 @@ void bx_options_init(void) {
     uint64_t mb = number_setting("BOBOX_CACHE_MB", 0, 1 << 20, default_cache_mb());
     bx_options.cache_bytes = (size_t)mb * BX_MB;
     bx_options.decay_ms = number_setting("BOBOX_DECAY_MS", 0, 3600 * 1000, DEFAULT_DECAY_MS);
+    bx_options.thp = word_setting("BOBOX_THP", bx_thp_names, 4, BX_THP_AUTO);
 }
 
 void bx_options_report(void) {
-    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_STATS=%d BOBOX_CHECK=%d\n",
-               bx_options.cache_bytes / BX_MB, (unsigned long long)bx_options.decay_ms, bx_options.stats,
-               bx_options.check);
+    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_THP=%s BOBOX_STATS=%d BOBOX_CHECK=%d\n",
+               bx_options.cache_bytes / BX_MB, (unsigned long long)bx_options.decay_ms, bx_thp_names[bx_options.thp],
+               bx_options.stats, bx_options.check);
 }

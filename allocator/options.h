@@ -11,7 +11,19 @@ typedef struct bx_options_s {
     size_t cache_bytes;  /* BOBOX_CACHE_MB: most free memory each node's superblock cache, and
                           * the cache of freed large objects, may keep */
     uint64_t decay_ms;   /* BOBOX_DECAY_MS: how long free memory may stay cached */
+    int thp;             /* BOBOX_THP: enum bx_thp */
 } bx_options_t;
+
+/* Transparent huge pages for the memory objects live in. */
+enum bx_thp {
+    BX_THP_AUTO,   /* superblocks never (their pages are touched sparsely: a huge page would
+                    * multiply RSS); large objects as the system decides */
+    BX_THP_NEVER,  /* no huge pages anywhere (MADV_NOHUGEPAGE) */
+    BX_THP_ALWAYS, /* asked for everywhere (MADV_HUGEPAGE), also where the system waits for
+                    * that request (enabled=madvise) */
+    BX_THP_SYSTEM, /* no advice: the system's setting decides */
+};
+extern const char *const bx_thp_names[];
 
 extern bx_options_t bx_options;
 

@@ -104,6 +104,13 @@ void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move) {
     return q;
 }
 
+bool bx_os_advise_huge(void *p, size_t size, bool huge) {
+    int saved = errno; /* free() must not change errno */
+    bool done = madvise(p, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
+    errno = saved;
+    return done;
+}
+
 bool bx_os_bind(void *p, size_t size, int node) {
     if (node < 0 || node >= 1024) return false;
     unsigned long mask[1024 / (8 * sizeof(unsigned long))] = {0};

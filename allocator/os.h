@@ -27,6 +27,9 @@ void *bx_os_reserve_zeros(size_t size);
 bool bx_os_make_writable(void *p, size_t size);
 /* Grows or moves a mapping (mremap); NULL if it cannot. */
 void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);
+/* Asks for transparent huge pages on the range, or rules them out (MADV_HUGEPAGE,
+ * MADV_NOHUGEPAGE); false if the kernel refused (built without THP). */
+bool bx_os_advise_huge(void *p, size_t size, bool huge);
 /* Prefers NUMA node `node` for the range's pages; false if the kernel refused. */
 bool bx_os_bind(void *p, size_t size, int node);
 /* The node policy the kernel holds for the page at p: node, or -1 if none. */
