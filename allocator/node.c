@@ -22,17 +22,6 @@ static bx_node_t nodes[BX_MAX_NODES];
 static int16_t cpu_node[BX_MAX_CPUS];
 static int node_count = 1;
 
-/* Reads a small sysfs file into buf; false if absent. */
-static bool read_file(const char *path, char *buf, size_t size) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n <= 0) return false;
-    buf[n] = 0;
-    return true;
-}
-
 /* Calls fn(i, arg) for each number in a list such as "0-3,8,10-11". */
 static void for_each_in_list(const char *s, void (*fn)(int, void *), void *arg) {
     while (*s) {
@@ -60,7 +49,7 @@ static void note_node(int node, void *max) {
 void bx_node_init(void) {
     char buf[4096], path[96];
     int max = 1;
-    if (read_file("/sys/devices/system/node/online", buf, sizeof buf)) for_each_in_list(buf, note_node, &max);
+    if (bx_os_read_file("/sys/devices/system/node/online", buf, sizeof buf)) for_each_in_list(buf, note_node, &max);
     node_count = max;
     for (int node = 0; node < node_count; node++) {
         /* Plain formatting: snprintf might allocate in some libcs. */
@@ -72,7 +61,7 @@ void bx_node_init(void) {
         const char *suffix = "/cpulist";
         for (size_t i = 0; suffix[i]; i++) path[len++] = suffix[i];
         path[len] = 0;
-        if (read_file(path, buf, sizeof buf)) for_each_in_list(buf, set_cpu, (void *)(intptr_t)node);
+        if (bx_os_read_file(path, buf, sizeof buf)) for_each_in_list(buf, set_cpu, (void *)(intptr_t)node);
     }
 }
 

@@ -1,6 +1,8 @@
 /* options.c - BOBOX_* environment settings. A bad value is reported once, the default kept. */
 #include "options.h"
 
+#include "os.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysinfo.h>
@@ -15,13 +17,21 @@ bx_options_t bx_options = {
     .decay_ms = DEFAULT_DECAY_MS,
 };
 
-/* An eighth of the machine's memory, within [64 MB, 4 GB]: room for a 256 MB buffer to be
- * reused on a small machine, without letting an idle cache crowd a large one. */
+/* An eighth of the memory the process may use, within [64 MB, 4 GB]: room for a 256 MB
+ * buffer to be reused on a small machine, without letting an idle cache crowd a large one.
+ * A container's cgroup limit counts, not the host's memory, and the cache never takes more
+ * than a quarter of it. */
 static uint64_t default_cache_mb(void) {
     struct sysinfo info;
-    uint64_t mb = 64;
-    if (sysinfo(&info) == 0) mb = (uint64_t)info.totalram * info.mem_unit / BX_MB / 8;
-    return mb < 64 ? 64 : mb > 4096 ? 4096 : mb;
+    uint64_t usable_mb = bx_os_memory_limit("") / BX_MB;
+    if (sysinfo(&info) == 0) {
+        if ((uint64_t)info.totalram * info.mem_unit / BX_MB < usable_mb) usable_mb = (uint64_t)info.totalram * info.mem_unit / BX_MB;
+    } else if (usable_mb == UINT64_MAX / BX_MB) {
+        return 64; /* nothing known */
+    }
+    uint64_t mb = usable_mb / 8;
+    mb = mb < 64 ? 64 : mb > 4096 ? 4096 : mb;
+    return mb > usable_mb / 4 ? usable_mb / 4 : mb;
 }
 
 /* Parses a whole decimal number in [min, max]; false on anything else. */

@@ -39,6 +39,13 @@ int bx_os_current_cpu(void);
 
 size_t bx_os_page_size(void);
 
+/* Reads a small /proc or /sys file into buf, NUL-terminated; false if absent or empty. */
+bool bx_os_read_file(const char *path, char *buf, size_t size);
+/* The lowest memory limit of the process's cgroups (v2 memory.max, v1
+ * memory.limit_in_bytes) and their parents, with /proc and /sys under `root` ("" for the
+ * real ones; a fixture in tests); UINT64_MAX when none is set or readable. */
+uint64_t bx_os_memory_limit(const char *root);
+
 /* Process-wide counters (bytes). */
 size_t bx_os_mapped_bytes(void);
 size_t bx_os_peak_mapped_bytes(void);
