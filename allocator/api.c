@@ -477,6 +477,28 @@ BX_API struct mallinfo bobox_mallinfo(void) {
     return mi;
 }
 
+/* glibc's layout, so that tools that read it keep working: one heap; the free memory held
+ * (mapped and not in use) as "rest", counted in cached superblocks; large objects as "mmap".
+ * Options other than 0 return EINVAL, as glibc's does (its manual page says -1 and errno). */
+BX_API int bobox_malloc_info(int options, FILE *stream) {
+    if (options != 0) return EINVAL;
+    struct bobox_stats s;
+    bobox_get_stats(&s);
+    size_t free_bytes = s.mapped_bytes > s.allocated_bytes ? s.mapped_bytes - s.allocated_bytes : 0;
+    /* Written twice: the heap's element, then the process totals. */
+    for (int heap = 1; heap >= 0; heap--) {
+        if (heap) fputs("<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n</sizes>\n", stream);
+        fprintf(stream, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n",
+                s.superblocks_cached, free_bytes);
+        if (!heap) fprintf(stream, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", s.large_objects, s.large_bytes);
+        fprintf(stream,
+                "<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n"
+                "<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n%s",
+                s.mapped_bytes, s.peak_mapped_bytes, s.mapped_bytes, s.mapped_bytes, heap ? "</heap>\n" : "</malloc>\n");
+    }
+    return 0;
+}
+
 #ifdef BOBOX_OVERRIDE
 /* The standard names, glibc's internal aliases, and nothing else: same code, no jump. */
 #define BX_ALIAS(name, target) extern __typeof__(target) name __attribute__((alias(#target), visibility("default")))
@@ -498,6 +520,7 @@ BX_ALIAS(mallinfo, bobox_mallinfo);
 BX_ALIAS(mallinfo2, bobox_mallinfo2);
 BX_ALIAS(mallopt, bobox_mallopt);
 BX_ALIAS(malloc_stats, bobox_malloc_stats);
+BX_ALIAS(malloc_info, bobox_malloc_info);
 BX_ALIAS(cfree, bobox_free);
 BX_ALIAS(__libc_malloc, bobox_malloc);
 BX_ALIAS(__libc_free, bobox_free);

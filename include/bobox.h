@@ -35,6 +35,8 @@ void bobox_malloc_stats(void);
 #ifdef __GLIBC__
 struct mallinfo bobox_mallinfo(void);
 struct mallinfo2 bobox_mallinfo2(void);
+/* glibc's XML report (options must be 0, else EINVAL): one heap, from the counters below. */
+int bobox_malloc_info(int options, FILE *stream);
 #endif
 
 /* 1 if ptr is the address of a live allocation that this allocator handed out. */

@@ -1,5 +1,5 @@
 // Basic API tests: malloc/free/calloc/realloc/reallocarray/malloc_usable_size, errno rules,
-// impossible sizes, calloc zeroing of reused memory, trim/mallinfo2/mallopt/stats.
+// impossible sizes, calloc zeroing of reused memory, trim/mallinfo2/malloc_info/mallopt/stats.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -695,6 +695,47 @@ TEST_CASE("mallinfo2 is plausible: uordblks grows after allocation", "[api][mall
 #pragma GCC diagnostic pop
     (void)old;
 #endif
+}
+
+// The number in the first `<tag ... type="TYPE" ...KEY="N"` of the process totals (after
+// </heap>), or -1.
+static long long xml_number(const std::string &xml, const std::string &element, const std::string &key) {
+    size_t from = xml.rfind("</heap>");
+    size_t at = xml.find(element, from == std::string::npos ? 0 : from);
+    if (at == std::string::npos) return -1;
+    size_t k = xml.find(key + "=\"", at);
+    if (k == std::string::npos || k > xml.find("/>", at)) return -1;
+    return std::stoll(xml.substr(k + key.size() + 2));
+}
+
+TEST_CASE("malloc_info writes glibc's XML: live large objects and mapped memory", "[api][mallinfo]") {
+    const size_t big_size = size_t(3) << 20;
+    char *big = static_cast<char *>(a_malloc(big_size));
+    REQUIRE(big != nullptr);
+    memset(big, 1, big_size);
+    std::vector<void *> small;
+    for (int i = 0; i < 1000; i++) small.push_back(a_malloc(100));
+    FILE *f = tmpfile();
+    REQUIRE(f != nullptr);
+    REQUIRE(API(malloc_info)(0, f) == 0);
+    std::string xml(size_t(ftell(f)), '\0');
+    rewind(f);
+    REQUIRE(fread(&xml[0], 1, xml.size(), f) == xml.size());
+    INFO(xml);
+    REQUIRE(xml.rfind("<malloc version=\"1\">\n", 0) == 0);
+    REQUIRE(xml.size() > 10);
+    REQUIRE(xml.compare(xml.size() - 10, 10, "</malloc>\n") == 0);
+    REQUIRE(xml_number(xml, "<total type=\"mmap\"", "count") >= 1);
+    REQUIRE(xml_number(xml, "<total type=\"mmap\"", "size") >= (long long)big_size);
+    // Ours counts everything mapped; glibc's leaves its mmap'ed chunks out.
+    REQUIRE(xml_number(xml, "<system type=\"current\"", "size") >= 100 * 1000);
+    if (!foreign_allowed()) REQUIRE(xml_number(xml, "<system type=\"current\"", "size") >= (long long)big_size);
+    REQUIRE(xml_number(xml, "<system type=\"max\"", "size") >= xml_number(xml, "<system type=\"current\"", "size"));
+    // glibc returns EINVAL itself (its manual page says -1 and errno): the same here.
+    REQUIRE(API(malloc_info)(1, f) == EINVAL);
+    fclose(f);
+    for (void *p : small) a_free(p);
+    a_free(big);
 }
 
 TEST_CASE("mallopt and malloc_stats return without harm", "[api][mallopt]") {
