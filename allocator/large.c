@@ -100,9 +100,7 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
         char *base = bx_os_map_aligned(need, alignment, page());
         if (!base) return NULL;
         bx_os_bind(base, need, node);
-        /* Kept through the cache and mremap. */
-        if (bx_options.thp == BX_THP_NEVER || bx_options.thp == BX_THP_ALWAYS)
-            bx_os_advise_huge(base, need, bx_options.thp == BX_THP_ALWAYS);
+        bx_os_advise_huge(base, need, bx_thp_advice(false)); /* kept through the cache and mremap */
         l = (bx_large_t *)base;
         l->base = base;
         l->map_size = need;

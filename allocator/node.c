@@ -128,7 +128,7 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
         sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_REGION_SIZE, 0); /* whole regions: pagemap.h */
         if (sb) bx_os_bind(sb, BX_SUPERBLOCK_SIZE, node);
         /* The advice stays with the mapping while it waits in the cache. */
-        if (sb && bx_options.thp != BX_THP_SYSTEM) bx_os_advise_huge(sb, BX_SUPERBLOCK_SIZE, bx_options.thp == BX_THP_ALWAYS);
+        if (sb) bx_os_advise_huge(sb, BX_SUPERBLOCK_SIZE, bx_thp_advice(true));
     }
     if (!sb || !bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, (uintptr_t)sb | tag)) {
         if (sb) release(sb);

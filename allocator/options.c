@@ -58,14 +58,26 @@ static bool parse_flag(const char *name, const char *s) {
 
 const char *const bx_thp_names[] = {"auto", "never", "always", "system"};
 
+int bx_thp_advice(bool superblock) {
+    switch (bx_options.thp) {
+    case BX_THP_AUTO: return superblock ? BX_OS_HUGE_NO : BX_OS_HUGE_LEAVE;
+    case BX_THP_NEVER: return BX_OS_HUGE_NO;
+    case BX_THP_ALWAYS: return BX_OS_HUGE_YES;
+    default: return BX_OS_HUGE_LEAVE;
+    }
+}
+
 /* One of `count` words; the index of `fallback` on anything else. */
 static int word_setting(const char *name, const char *const *words, int count, int fallback) {
     const char *s = getenv(name);
     if (!s) return fallback;
-    for (int i = 0; i < count; i++)
+    char expected[128] = "";
+    for (int i = 0; i < count; i++) {
         if (!strcmp(s, words[i])) return i;
-    bx_message("bobox: ignoring %s=%s (expected one of: %s, %s, %s, %s); using %s\n", name, s, words[0], words[1],
-               words[2], words[3], words[fallback]);
+        if (i) strncat(expected, ", ", sizeof expected - strlen(expected) - 1);
+        strncat(expected, words[i], sizeof expected - strlen(expected) - 1);
+    }
+    bx_message("bobox: ignoring %s=%s (expected one of: %s); using %s\n", name, s, expected, words[fallback]);
     return fallback;
 }
 

@@ -24,6 +24,8 @@ enum bx_thp {
     BX_THP_SYSTEM, /* no advice: the system's setting decides */
 };
 extern const char *const bx_thp_names[];
+/* What BOBOX_THP asks for a fresh superblock or large-object mapping (enum bx_os_huge). */
+int bx_thp_advice(bool superblock);
 
 extern bx_options_t bx_options;
 

@@ -176,9 +176,8 @@ static uint64_t lowest_limit(const char *root, const char *base, const char *dir
 }
 
 uint64_t bx_os_memory_limit(const char *root) {
-    char lines[4096], path[512] = "";
-    if (!path_append(path, sizeof path, root, strlen(root)) || !path_append(path, sizeof path, "/proc/self/cgroup", 17) ||
-        !bx_os_read_file(path, lines, sizeof lines))
+    char lines[4096], path[512];
+    if (!cgroup_path(path, sizeof path, root, "/proc/self/cgroup", "", 0, NULL) || !bx_os_read_file(path, lines, sizeof lines))
         return UINT64_MAX;
     uint64_t lowest = UINT64_MAX;
     /* Lines are "id:controllers:path"; v2 has id 0 and no controllers, v1 lists "memory". */
@@ -211,9 +210,10 @@ uint64_t bx_os_memory_limit(const char *root) {
     return lowest;
 }
 
-bool bx_os_advise_huge(void *p, size_t size, bool huge) {
+bool bx_os_advise_huge(void *p, size_t size, int advice) {
+    if (advice == BX_OS_HUGE_LEAVE) return true;
     int saved = errno; /* free() must not change errno */
-    bool done = madvise(p, size, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
+    bool done = madvise(p, size, advice == BX_OS_HUGE_YES ? MADV_HUGEPAGE : MADV_NOHUGEPAGE) == 0;
     errno = saved;
     return done;
 }

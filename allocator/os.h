@@ -27,9 +27,11 @@ void *bx_os_reserve_zeros(size_t size);
 bool bx_os_make_writable(void *p, size_t size);
 /* Grows or moves a mapping (mremap); NULL if it cannot. */
 void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);
-/* Asks for transparent huge pages on the range, or rules them out (MADV_HUGEPAGE,
- * MADV_NOHUGEPAGE); false if the kernel refused (built without THP). */
-bool bx_os_advise_huge(void *p, size_t size, bool huge);
+/* Transparent huge pages for a range: the system's setting, ruled out, or asked for. */
+enum bx_os_huge { BX_OS_HUGE_LEAVE, BX_OS_HUGE_NO, BX_OS_HUGE_YES };
+/* Gives the range that advice (MADV_NOHUGEPAGE, MADV_HUGEPAGE; none for LEAVE); false if
+ * the kernel refused (built without THP). */
+bool bx_os_advise_huge(void *p, size_t size, int advice);
 /* Prefers NUMA node `node` for the range's pages; false if the kernel refused. */
 bool bx_os_bind(void *p, size_t size, int node);
 /* The node policy the kernel holds for the page at p: node, or -1 if none. */
