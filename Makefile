@@ -15,10 +15,12 @@ LIB_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude -Iallocator 
               -fno-tree-slp-vectorize
 TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -pthread -Iinclude -Iallocator -Itest
 
-ALLOC_SRCS := $(wildcard allocator/*.c)
+# cxx.c refers to the C++ operators' symbols, which only the shared library defines.
+ALLOC_SRCS := $(filter-out allocator/cxx.c,$(wildcard allocator/*.c))
 ALLOC_OBJS := $(ALLOC_SRCS:%.c=$(BUILD)/%.o)
 # The shared library's api.c also defines the standard names (BOBOX_OVERRIDE).
-SO_OBJS := $(filter-out $(BUILD)/allocator/api.o,$(ALLOC_OBJS)) $(BUILD)/allocator/api-override.o
+SO_OBJS := $(filter-out $(BUILD)/allocator/api.o,$(ALLOC_OBJS)) $(BUILD)/allocator/api-override.o \
+           $(BUILD)/allocator/cxx.o
 ALLOC_HDRS := $(wildcard allocator/*.h) include/bobox.h
 
 LIBBOBOX_SO := $(BUILD)/libbobox.so

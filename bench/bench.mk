@@ -14,6 +14,13 @@ $(BENCH_DIR)/lockbench: bench/lockbench.c allocator/lock.h bench/bench.mk
 	$(CC) $(BENCH_CFLAGS) -Iallocator -o $@ $<
 BENCH_BINS += $(BENCH_DIR)/lockbench
 
+# The hot-path probe's C++ form (operator new and delete). -fno-builtin: a new+delete pair
+# with nothing between them may be deleted, as with malloc+free.
+$(BENCH_DIR)/fastpath_new: bench/fastpath_new.cpp bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(WARN) -O2 -g -fno-builtin -o $@ $<
+BENCH_BINS += $(BENCH_DIR)/fastpath_new
+
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
 

@@ -172,19 +172,28 @@ def plot(workloads, allocs, data, png):
 def fastpath_table(path):
     if not path or not os.path.exists(path):
         return []
-    vals, allocs, sizes = {}, [], []
+    vals, allocs, sizes, kinds = {}, [], [], []
     for r in csv.DictReader(open(path)):
-        if r["alloc"] not in allocs:
-            allocs.append(r["alloc"])
-        if r["size"] not in sizes:
-            sizes.append(r["size"])
-        vals[(r["alloc"], r["size"])] = r["instr_per_pair"]
-    rows = [[a] + [vals.get((a, s), "NA") for s in sizes] for a in allocs]
-    return table("Hot path: instructions per malloc+free pair (single thread)",
-                 ["allocator"] + ["%s B" % s for s in sizes], rows,
-                 "From `scripts/fastpath.sh`: callgrind instruction counts inside a "
-                 "`malloc(size); *p = 1; free(p)` function, (Ir(2N) - Ir(N)) / N with N = 100,000, "
-                 "so start-up costs cancel. Includes about 10 instructions of the probe itself (call, PLT jumps, test, store).")
+        kind = r.get("pair") or "malloc"  # files written before the C++ probe have no column
+        for seen, v in ((allocs, r["alloc"]), (sizes, r["size"]), (kinds, kind)):
+            if v not in seen:
+                seen.append(v)
+        vals[(kind, r["alloc"], r["size"])] = r["instr_per_pair"]
+    out = []
+    for kind in kinds:
+        rows = [[a] + [vals.get((kind, a, s), "NA") for s in sizes] for a in allocs]
+        if kind == "malloc":
+            out += table("Hot path: instructions per malloc+free pair (single thread)",
+                         ["allocator"] + ["%s B" % s for s in sizes], rows,
+                         "From `scripts/fastpath.sh`: callgrind instruction counts inside a "
+                         "`malloc(size); *p = 1; free(p)` function, (Ir(2N) - Ir(N)) / N with N = 100,000, "
+                         "so start-up costs cancel. Includes about 10 instructions of the probe itself (call, PLT jumps, test, store).")
+        else:
+            out += table("Hot path: instructions per C++ new+delete pair (single thread)",
+                         ["allocator"] + ["%s B" % s for s in sizes], rows,
+                         "The same count for `::operator new(size); *p = 1; ::operator delete(p, size)` "
+                         "(bench/fastpath_new.cpp). glibc's row is libstdc++'s operators, which call malloc and free.")
+    return out
 
 
 def lock_table(path):

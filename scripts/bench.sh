@@ -16,7 +16,7 @@ unset LD_PRELOAD BOBOX_PIN
 B=$ROOT/build/bench
 MODE=moderate RUNS= ONLY= ALLOCS= FASTPATH=1
 WORKLOADS="server server-t2 prodcons batches batches-t1 falseshare mixed pipeline mergesort
-           paging71 paging72 realloc python sort gcc sqlite"
+           paging71 paging72 realloc python sort gcc clang sqlite"
 # Multi-threaded workloads: these also run under the pinning variants.
 MT="server server-t2 prodcons batches falseshare pipeline mergesort realloc sort"
 
@@ -55,7 +55,7 @@ echo "== bobox-malloc benchmarks: mode=$MODE runs=$RUNS scale=$S"
 
 # ---- dependencies and build ------------------------------------------------------------
 bench_ensure_pkgs libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox valgrind \
-                  python3 sqlite3 coreutils gcc
+                  python3 sqlite3 coreutils gcc clang
 if ! make -s -C "$ROOT" bench-bins >/dev/null; then
   echo "bench.sh: building the workloads failed" >&2; exit 1
 fi
@@ -126,6 +126,8 @@ workload() {
                 CMD=(sort -S 64M --parallel=4 -o /dev/null "$DATA/words-$n_sort.txt") ;;
     gcc)        THREADS=1; UNITS=$n_gcc; UNIT=functions/s
                 CMD=(gcc -O2 -c -o /dev/null "$DATA/big-$n_gcc.c") ;;
+    clang)      THREADS=1; UNITS=$n_gcc; UNIT=functions/s   # a C++ program: new and delete
+                CMD=(clang -O2 -c -o /dev/null "$DATA/big-$n_gcc.c") ;;
     sqlite)     THREADS=1; UNITS=$n_sql; UNIT=rows/s; RIN=$DATA/ins-$n_sql.sql
                 CMD=(sqlite3 :memory:) ;;
   esac

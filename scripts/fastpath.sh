@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Instructions per malloc+free pair on the single-thread hot path, from callgrind.
-# For each allocator and size, runs build/bench/fastpath with N and 2N pairs, counting only
-# inside pair() (--toggle-collect), and reports (Ir(2N) - Ir(N)) / N: start-up, first-touch
-# and lazy-binding costs appear in both runs and cancel out.
+# Instructions per malloc+free pair on the single-thread hot path, from callgrind, and per
+# C++ new+delete pair (`::operator new(size)`, sized `::operator delete`).
+# For each allocator and size, runs build/bench/fastpath (fastpath_new) with N and 2N pairs,
+# counting only inside pair() (--toggle-collect), and reports (Ir(2N) - Ir(N)) / N: start-up,
+# first-touch and lazy-binding costs appear in both runs and cancel out.
 # Usage: scripts/fastpath.sh [--alloc A[,A..]] [--pairs N] [--out results/fastpath.csv]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,43 +18,47 @@ while [ $# -gt 0 ]; do
     --alloc) ALLOCS=${2//,/ }; shift ;;
     --pairs) N=$2; shift ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,6s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "fastpath.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 bench_ensure_pkgs valgrind libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
-make -s -C "$ROOT" build/bench/fastpath >/dev/null || exit 1
+make -s -C "$ROOT" build/bench/fastpath build/bench/fastpath_new >/dev/null || exit 1
 command -v valgrind >/dev/null || { echo "fastpath.sh: valgrind missing" >&2; exit 1; }
 
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 # Ir collected inside pair() for one run; empty on failure.
-count() {  # preload pairs size
+count() {  # preload pairs size probe
   local f=$TMP/cg.out
   rm -f "$f"
-  env ${1:+LD_PRELOAD=$1} valgrind --tool=callgrind --toggle-collect=pair \
-      --callgrind-out-file="$f" "$ROOT/build/bench/fastpath" "$3" "$2" >/dev/null 2>&1 || return 1
+  env ${1:+LD_PRELOAD=$1} valgrind --tool=callgrind --toggle-collect='pair*' \
+      --callgrind-out-file="$f" "$ROOT/build/bench/$4" "$3" "$2" >/dev/null 2>&1 || return 1
   awk '/^(summary|totals):/ {print $2; exit}' "$f"
 }
 
 mkdir -p "$(dirname "$OUT")"
-echo "alloc,size,instr_per_pair" > "$OUT.tmp"
-printf '%-10s' "instr/pair"; for s in $SIZES; do printf '%8s' "$s B"; done; echo
-for a in $ALLOCS; do
-  if ! bench_alloc_setup "$a"; then echo "fastpath: skipping $a: $ALLOC_WHY" >&2; continue; fi
-  [ -n "$ALLOC_ENV" ] && continue            # pinning variants: same allocator
-  printf '%-10s' "$a"
-  for s in $SIZES; do
-    i1=$(count "$ALLOC_PRELOAD" "$N" "$s") i2=$(count "$ALLOC_PRELOAD" $((2 * N)) "$s")
-    if [ -n "$i1" ] && [ -n "$i2" ]; then
-      v=$(awk -v a="$i1" -v b="$i2" -v n="$N" 'BEGIN {printf "%.1f", (b - a) / n}')
-    else
-      v=NA
-    fi
-    printf '%8s' "$v"
-    echo "$a,$s,$v" >> "$OUT.tmp"
+echo "alloc,size,instr_per_pair,pair" > "$OUT.tmp"
+for probe in fastpath fastpath_new; do
+  kind=malloc label=malloc/free
+  [ $probe = fastpath_new ] && kind=new label=new/delete
+  printf '%-10s' "$label"; for s in $SIZES; do printf '%8s' "$s B"; done; echo
+  for a in $ALLOCS; do
+    if ! bench_alloc_setup "$a"; then echo "fastpath: skipping $a: $ALLOC_WHY" >&2; continue; fi
+    [ -n "$ALLOC_ENV" ] && continue            # pinning variants: same allocator
+    printf '%-10s' "$a"
+    for s in $SIZES; do
+      i1=$(count "$ALLOC_PRELOAD" "$N" "$s" $probe) i2=$(count "$ALLOC_PRELOAD" $((2 * N)) "$s" $probe)
+      if [ -n "$i1" ] && [ -n "$i2" ]; then
+        v=$(awk -v a="$i1" -v b="$i2" -v n="$N" 'BEGIN {printf "%.1f", (b - a) / n}')
+      else
+        v=NA
+      fi
+      printf '%8s' "$v"
+      echo "$a,$s,$v,$kind" >> "$OUT.tmp"
+    done
+    echo
   done
-  echo
 done
 mv -f "$OUT.tmp" "$OUT"
-echo "(instructions inside pair(): malloc + one store + free + call overhead; written to $OUT)"
+echo "(instructions inside pair(): malloc or new + one store + free or delete + call overhead; written to $OUT)"

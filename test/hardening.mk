@@ -10,7 +10,7 @@ CLANG   ?= clang
 CLANGXX ?= clang++
 FUZZ_SECONDS ?= 60
 
-HARD_ALLOC_SRCS := $(wildcard allocator/*.c)
+HARD_ALLOC_SRCS := $(ALLOC_SRCS)
 HARD_ALLOC_HDRS := $(wildcard allocator/*.h) include/bobox.h
 STRESS_SRCS := $(wildcard test/stress/*.cpp)
 STRESS_HDRS := $(wildcard test/stress/*.h) test/api/api.h

@@ -183,4 +183,96 @@ TEST_CASE("C++ new/delete in every form end up in our allocator", "[api][preload
     REQUIRE(is_ours(up.get()) == 1);
     REQUIRE(aligned_to(up.get(), 256));
 }
+
+// libstdc++'s operators would only wrap malloc and free (20 more instructions a pair): every
+// form must be bobox's own definition, found before libstdc++'s.
+TEST_CASE("C++ operators new and delete are the allocator's own", "[api][preload][cxx]") {
+    if (foreign_allowed()) { WARN("scratch glibc build: preload checks skipped"); return; }
+    const char *names[] = {
+        "_Znwm", "_Znam", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t", "_ZnwmSt11align_val_t",
+        "_ZnamSt11align_val_t", "_ZnwmSt11align_val_tRKSt9nothrow_t", "_ZnamSt11align_val_tRKSt9nothrow_t",
+        "_ZdlPv", "_ZdaPv", "_ZdlPvm", "_ZdaPvm", "_ZdlPvRKSt9nothrow_t", "_ZdaPvRKSt9nothrow_t",
+        "_ZdlPvSt11align_val_t", "_ZdaPvSt11align_val_t", "_ZdlPvmSt11align_val_t", "_ZdaPvmSt11align_val_t",
+        "_ZdlPvSt11align_val_tRKSt9nothrow_t", "_ZdaPvSt11align_val_tRKSt9nothrow_t"};
+    for (const char *name : names) {
+        INFO(name);
+        void *f = dlsym(RTLD_DEFAULT, name);
+        REQUIRE(f != nullptr);
+        Dl_info info{};
+        REQUIRE(dladdr(f, &info) != 0);
+        REQUIRE(info.dli_fname != nullptr);
+        REQUIRE(std::string(info.dli_fname).find("libbobox.so") != std::string::npos);
+    }
+    // The allocating forms hand out the allocator's memory, usable at once.
+    void *p = ::operator new(opaque(size_t(24)));
+    REQUIRE(owns_ptr()(p) == 1);
+    fill(p, 24, 5);
+    REQUIRE(check(p, 24, 5) == SIZE_MAX);
+    ::operator delete(opaque(p), size_t(24));
+    REQUIRE(owns_ptr()(opaque(p)) == 0);
+}
+
+namespace {
+std::atomic<int> handler_calls{0};
+// Gives up on its third call, as a handler with nothing left to release does.
+void counting_handler() {
+    if (++handler_calls == 3) std::set_new_handler(nullptr);
+}
+} // namespace
+
+// Out of memory, new must call the program's new-handler until it gives up, then throw
+// std::bad_alloc (nothrow forms: return NULL), as the C++ runtime's own operators do.
+TEST_CASE("C++ new out of memory: new-handler loop, then bad_alloc or NULL", "[api][preload][cxx]") {
+    const size_t huge = opaque(size_t(PTRDIFF_MAX));
+    struct Form {
+        const char *name;
+        bool nothrow;
+        void *(*call)(size_t);
+        void (*release)(void *);
+    };
+    const Form forms[] = {
+        {"new", false, [](size_t n) { return ::operator new(n); },
+         [](void *p) { ::operator delete(p); }},
+        {"new[]", false, [](size_t n) { return ::operator new[](n); },
+         [](void *p) { ::operator delete[](p); }},
+        {"new aligned", false, [](size_t n) { return ::operator new(n, std::align_val_t(64)); },
+         [](void *p) { ::operator delete(p, std::align_val_t(64)); }},
+        {"new[] aligned", false, [](size_t n) { return ::operator new[](n, std::align_val_t(4096)); },
+         [](void *p) { ::operator delete[](p, std::align_val_t(4096)); }},
+        {"new nothrow", true, [](size_t n) { return ::operator new(n, std::nothrow); },
+         [](void *p) { ::operator delete(p, std::nothrow); }},
+        {"new[] nothrow", true, [](size_t n) { return ::operator new[](n, std::nothrow); },
+         [](void *p) { ::operator delete[](p, std::nothrow); }},
+        {"new aligned nothrow", true, [](size_t n) { return ::operator new(n, std::align_val_t(64), std::nothrow); },
+         [](void *p) { ::operator delete(p, std::align_val_t(64), std::nothrow); }},
+        {"new[] aligned nothrow", true,
+         [](size_t n) { return ::operator new[](n, std::align_val_t(256), std::nothrow); },
+         [](void *p) { ::operator delete[](p, std::align_val_t(256), std::nothrow); }},
+    };
+    for (const Form &f : forms) {
+        INFO(f.name);
+        handler_calls = 0;
+        std::set_new_handler(counting_handler);
+        if (f.nothrow) {
+            REQUIRE(f.call(huge) == nullptr);
+        } else {
+            REQUIRE_THROWS_AS(f.call(huge), std::bad_alloc);
+        }
+        REQUIRE(handler_calls == 3);
+        REQUIRE(std::get_new_handler() == nullptr);
+        // Without a handler: straight to bad_alloc or NULL.
+        if (f.nothrow) {
+            REQUIRE(f.call(huge) == nullptr);
+        } else {
+            REQUIRE_THROWS_AS(f.call(huge), std::bad_alloc);
+        }
+        REQUIRE(handler_calls == 3);
+        // And the allocator still works afterwards.
+        void *p = f.call(100);
+        REQUIRE(p != nullptr);
+        fill(p, 100, 9);
+        REQUIRE(check(p, 100, 9) == SIZE_MAX);
+        f.release(p);
+    }
+}
 #endif
