@@ -330,24 +330,29 @@ BX_API BX_HOT void bobox_free(void *p) {
         free_not_flat_small(p);
 }
 
+/* Checked mode: the size given back must be the one requested (C23's free_sized and
+ * free_aligned_sized, C++'s sized delete). */
+static BX_NOINLINE void free_sized_checked(void *p, size_t size, const char *op) {
+    bx_lookup_t r;
+    lookup_live(p, op, &r);
+    size_t requested = bx_checked_verify(&r, p, op);
+    if (size != requested) bx_fatalf("%s: size %zu does not match the %zu bytes allocated at %p", op, size, requested, p);
+    free_resolved(&r); /* verified: no second lookup through bobox_free */
+}
+
 BX_API void bobox_free_sized(void *p, size_t size) {
-    if (BX_UNLIKELY(bx_options.check) && p) {
-        /* C23: the size must be the one requested. */
-        bx_lookup_t r;
-        lookup_live(p, "free_sized()", &r);
-        size_t requested = bx_checked_verify(&r, p, "free_sized()");
-        if (size != requested)
-            bx_fatalf("free_sized(): size %zu does not match the %zu bytes allocated at %p", size, requested, p);
-        free_resolved(&r); /* verified: no second lookup through bobox_free */
-        return;
-    }
-    bobox_free(p);
+    if (BX_UNLIKELY(bx_options.check) && p)
+        free_sized_checked(p, size, "free_sized()");
+    else
+        bobox_free(p);
 }
 
 BX_API void bobox_free_aligned_sized(void *p, size_t alignment, size_t size) {
-    (void)alignment;
-    (void)size;
-    bobox_free(p);
+    (void)alignment; /* free finds it from the address */
+    if (BX_UNLIKELY(bx_options.check) && p)
+        free_sized_checked(p, size, "free_aligned_sized()");
+    else
+        bobox_free(p);
 }
 
 BX_API size_t bobox_malloc_usable_size(void *p) {
@@ -570,17 +575,23 @@ CXX_BASE(_ZnwmSt11align_val_t, cxx_new_aligned)
 CXX_BASE(_ZdlPv, bobox_free)
 CXX_BASE(_ZdlPvSt11align_val_t, bobox_free)
 
+/* Checked mode's sized delete (aligned or not: the alignment follows in a register). */
+static void cxx_delete_sized_checked(void *p, size_t size) {
+    if (p) free_sized_checked(p, size, "operator delete()");
+}
+
 /* What each derived form does in a program that defines no operator of its own: new[] is
- * new, every delete is free (free finds the size and alignment from the address). */
+ * new, every delete is free (free finds the size and alignment from the address), but in
+ * checked mode a sized delete checks the size. */
 #define CXX_OWN_NEW cxx_new
 #define CXX_OWN_NEW_NT cxx_new_nothrow
 #define CXX_OWN_NEW_AL cxx_new_aligned
 #define CXX_OWN_NEW_AL_NT cxx_new_aligned_nothrow
 #define CXX_OWN_DEL bobox_free
-#define CXX_OWN_DEL_SZ bobox_free
+#define CXX_OWN_DEL_SZ (bx_options.check ? (void *)cxx_delete_sized_checked : (void *)bobox_free)
 #define CXX_OWN_DEL_NT bobox_free
 #define CXX_OWN_DEL_AL bobox_free
-#define CXX_OWN_DEL_SZ_AL bobox_free
+#define CXX_OWN_DEL_SZ_AL CXX_OWN_DEL_SZ
 #define CXX_OWN_DEL_AL_NT bobox_free
 
 static void cxx_init(void) {

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <new>
+
 #include "api.h"
 
 using namespace api;
@@ -202,6 +204,36 @@ TEST_CASE("checked mode: free_sized with the wrong size and a trashed block head
     REQUIRE(sig2 == SIGABRT);
     REQUIRE(err2.find("free(): corrupted block header") != std::string::npos);
     a_free_sized(p, 40);
+}
+
+TEST_CASE("checked mode: free_aligned_sized and C++ sized delete with the wrong size abort", "[.checked]") {
+    REQUIRE(checked_mode());
+    if (free_aligned_sized_ptr()) {
+        void *q = a_aligned_alloc(256, 1000);
+        auto [sig, err] = in_child([&] { a_free_aligned_sized(q, 256, 1024); });
+        INFO(err);
+        REQUIRE(sig == SIGABRT);
+        REQUIRE(err.find("free_aligned_sized(): size 1024 does not match the 1000 bytes allocated at") !=
+                std::string::npos);
+        a_free_aligned_sized(q, 256, 1000);
+    }
+#ifndef API_PREFIXED
+    if (foreign_allowed()) return; // libstdc++'s operators do not check
+    // Deleting a derived object through a base without a virtual destructor passes the wrong size.
+    void *p = opaque(::operator new(40));
+    auto [sig, err] = in_child([&] { ::operator delete(p, size_t(48)); });
+    INFO(err);
+    REQUIRE(sig == SIGABRT);
+    REQUIRE(err.find("operator delete(): size 48 does not match the 40 bytes allocated at") != std::string::npos);
+    auto [sig2, err2] = in_child([&] { ::operator delete[](p, size_t(24), std::align_val_t(64)); });
+    INFO(err2);
+    REQUIRE(sig2 == SIGABRT);
+    REQUIRE(err2.find("operator delete(): size 24 does not match the 40 bytes allocated at") != std::string::npos);
+    ::operator delete(p, size_t(40)); // the right size is accepted
+    void *a = opaque(::operator new[](3000, std::align_val_t(4096)));
+    REQUIRE(aligned_to(a, 4096));
+    ::operator delete[](a, size_t(3000), std::align_val_t(4096));
+#endif
 }
 
 TEST_CASE("checked mode: realloc keeps the contents and always moves", "[.checked]") {
