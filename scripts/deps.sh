@@ -5,12 +5,13 @@ set -euo pipefail
 # The real-program tests (test/system/alloc_real_*.sh) also run git, perl and Debian's python3
 # on a slice of its own regression tests: libpython3.X-testsuite, X.Y of /usr/bin/python3
 # (3.11 on Debian 12; when python3 is not installed yet, the version python3 depends on).
+# libc++: the C++ operators are also tested against LLVM's C++ runtime (alloc_libcxx.sh).
 py=
 if [ -x /usr/bin/python3 ]; then
   py=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
 fi
 [ -n "$py" ] || py=$(apt-cache depends python3 2>/dev/null | sed -nE 's/^ *Depends: python(3\.[0-9]+)$/\1/p' | head -1)
-pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl "libpython${py:-3.11}-testsuite" "$@")
+pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl libc++-dev libc++abi-dev "libpython${py:-3.11}-testsuite" "$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
