@@ -25,10 +25,10 @@ static uint64_t default_cache_mb(void) {
     struct sysinfo info;
     uint64_t usable_mb = bx_os_memory_limit("") / BX_MB;
     if (sysinfo(&info) == 0) {
-        if ((uint64_t)info.totalram * info.mem_unit / BX_MB < usable_mb) usable_mb = (uint64_t)info.totalram * info.mem_unit / BX_MB;
-    } else if (usable_mb == UINT64_MAX / BX_MB) {
-        return 64; /* nothing known */
+        uint64_t ram_mb = (uint64_t)info.totalram * info.mem_unit / BX_MB;
+        if (ram_mb < usable_mb) usable_mb = ram_mb;
     }
+    if (usable_mb == UINT64_MAX / BX_MB) return 64; /* nothing known */
     uint64_t mb = usable_mb / 8;
     mb = mb < 64 ? 64 : mb > 4096 ? 4096 : mb;
     return mb > usable_mb / 4 ? usable_mb / 4 : mb;
