@@ -4,9 +4,9 @@ PIN_SRCS := pinning/topology.c pinning/plan.c
 PIN_HDRS := pinning/topology.h pinning/plan.h
 PIN_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -pthread -Ipinning -fvisibility=hidden
 
-$(BUILD)/libbobox-pin.so: pinning/shim.c $(PIN_SRCS) $(PIN_HDRS) pinning/pinning.mk
+$(BUILD)/libbobox-pin.so: pinning/shim.c pinning/tree.c pinning/tree.h $(PIN_SRCS) $(PIN_HDRS) pinning/pinning.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(PIN_CFLAGS) -shared -Wl,-z,now -Wl,-soname,libbobox-pin.so -o $@ pinning/shim.c $(PIN_SRCS) -ldl
+	$(CC) $(PIN_CFLAGS) -shared -Wl,-z,now -Wl,-soname,libbobox-pin.so -o $@ pinning/shim.c pinning/tree.c $(PIN_SRCS) -ldl
 
 $(BUILD)/bobox-run: pinning/bobox-run.c $(PIN_SRCS) $(PIN_HDRS) pinning/pinning.mk
 	@mkdir -p $(dir $@)

@@ -1,10 +1,11 @@
 /* libbobox-pin.so: preloaded, it pins the main thread and every thread made with pthread_create
- * to the place of the plan with the fewest live threads (plan.c). No malloc anywhere on our
- * side, no stdio: it must work under any malloc, including libbobox.so and mallocs that create
- * threads themselves. */
+ * to the place of the plan with the fewest live threads, counted over the whole process tree
+ * (plan.c, tree.c). No malloc anywhere on our side, no stdio: it must work under any malloc,
+ * including libbobox.so and mallocs that create threads themselves. */
 #define _GNU_SOURCE
 #include "plan.h"
 #include "topology.h"
+#include "tree.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -40,15 +41,12 @@ static cpu_set_t unpinned; /* the mask a skipped thread gets: all that the proce
 static int norder, verbose, dryrun, omp_ours;
 static atomic_int active;
 static atomic_uint next_thread = 1; /* 0 is the main thread */
-/* Live pinned threads on each place of the order, under slot_lock (a spinlock: nothing here
- * may allocate, and a child of fork resets it). */
-static unsigned live[BP_MAX_ORDER];
-static atomic_flag slot_lock = ATOMIC_FLAG_INIT;
 static atomic_int bind_failed;
 static atomic_int init_state; /* 0 not yet, 1 running, 2 done */
 static __thread int in_init __attribute__((tls_model("initial-exec")));
 static __thread int my_cpu __attribute__((tls_model("initial-exec"))) = -1;
 static __thread int my_slot __attribute__((tls_model("initial-exec"))) = -1;
+static __thread int my_row __attribute__((tls_model("initial-exec"))) = -1; /* in the tree's table */
 static char env_allowed[sizeof ENV_ALLOWED "=P:" + 8192];
 #define FLAG_AT (sizeof ENV_ALLOWED) /* index of P/F/X in env_allowed */
 
@@ -108,32 +106,10 @@ static int bind_to(pid_t tid, int cpu)
     return syscall(SYS_sched_setaffinity, tid, sizeof set, &set) == 0 ? 0 : errno;
 }
 
-static void lock_slots(void)
+/* A pinned thread ends (its start routine returns, pthread_exit, cancellation): its place is free. */
+static void release_row(void *row)
 {
-    while (atomic_flag_test_and_set_explicit(&slot_lock, memory_order_acquire))
-        sched_yield();
-}
-
-static void unlock_slots(void)
-{
-    atomic_flag_clear_explicit(&slot_lock, memory_order_release);
-}
-
-/* The place of the order a new thread takes (plan.h): it counts as live there until it exits. */
-static int take_slot(void)
-{
-    lock_slots();
-    int s = bp_pick_slot(live, norder);
-    live[s]++;
-    unlock_slots();
-    return s;
-}
-
-static void release_slot(void *slot)
-{
-    lock_slots();
-    live[(intptr_t)slot]--;
-    unlock_slots();
+    pt_release((int)(intptr_t)row);
 }
 
 /* Binds thread k (tid 0 = the caller) to its place and reports it. slot -1: a skipped thread,
@@ -167,10 +143,21 @@ static void pin(unsigned k, pid_t tid, int slot)
     }
 }
 
+/* The environment as the process was given it, read directly: a program may define getenv and
+ * putenv itself (bash does, and once its putenv has run, its getenv no longer sees environ). */
+static const char *env_get(const char *name)
+{
+    size_t n = strlen(name);
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, name, n) && (*e)[n] == '=')
+            return *e + n + 1;
+    return NULL;
+}
+
 /* 1 or 0 for a boolean setting; -1 for anything else */
 static int flag_env(const char *name)
 {
-    const char *v = getenv(name);
+    const char *v = env_get(name);
     if (!v || !*v || !strcmp(v, "0"))
         return 0;
     return strcmp(v, "1") == 0 ? 1 : -1;
@@ -181,7 +168,9 @@ static void set_inherited(char flag, const cpu_set_t *allowed)
     int n = snprintf(env_allowed, sizeof env_allowed, "%s=%c:", ENV_ALLOWED, flag);
     if (allowed)
         bt_format_cpulist(allowed, env_allowed + n, sizeof env_allowed - (size_t)n);
-    putenv(env_allowed); /* static storage: we may flip the flag in place later */
+    /* libc's putenv, not a program's own (see env_get); static storage: the flag may flip later */
+    int (*put)(char *) = (int (*)(char *))next_sym("putenv");
+    (put ? put : putenv)(env_allowed);
 }
 
 static int in_plan(const cpu_set_t *set)
@@ -213,18 +202,18 @@ static void mark_foreign(int who, size_t size, const cpu_set_t *set)
 static void init(void)
 {
     char err[600], warn[600];
-    const char *inh = getenv(ENV_ALLOWED);
+    const char *inh = env_get(ENV_ALLOWED);
     int inherited = inh && (inh[0] == 'P' || inh[0] == 'F' || inh[0] == 'X') && inh[1] == ':';
     int quiet = inherited && inh[0] == 'X'; /* a parent already complained */
-    const char *fsroot = getenv("BOBOX_FSROOT");
+    const char *fsroot = env_get("BOBOX_FSROOT");
     if (fsroot && !*fsroot)
         fsroot = NULL;
 
     int v = flag_env("BOBOX_PIN_VERBOSE"), d = flag_env("BOBOX_PIN_DRYRUN");
-    if (bp_parse_policy(getenv("BOBOX_PIN"), &spec, err, sizeof err) != 0 ||
-        bp_parse_skip(getenv("BOBOX_PIN_SKIP"), &skip, err, sizeof err) != 0 ||
-        (v < 0 && snprintf(err, sizeof err, "BOBOX_PIN_VERBOSE=%s: expected 0 or 1", getenv("BOBOX_PIN_VERBOSE"))) ||
-        (d < 0 && snprintf(err, sizeof err, "BOBOX_PIN_DRYRUN=%s: expected 0 or 1", getenv("BOBOX_PIN_DRYRUN"))))
+    if (bp_parse_policy(env_get("BOBOX_PIN"), &spec, err, sizeof err) != 0 ||
+        bp_parse_skip(env_get("BOBOX_PIN_SKIP"), &skip, err, sizeof err) != 0 ||
+        (v < 0 && snprintf(err, sizeof err, "BOBOX_PIN_VERBOSE=%s: expected 0 or 1", env_get("BOBOX_PIN_VERBOSE"))) ||
+        (d < 0 && snprintf(err, sizeof err, "BOBOX_PIN_DRYRUN=%s: expected 0 or 1", env_get("BOBOX_PIN_DRYRUN"))))
         goto bad;
     verbose = v;
     dryrun = d;
@@ -232,10 +221,10 @@ static void init(void)
         return;
 
     static const char *const omp_vars[] = { "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY" };
-    const char *mark = getenv(ENV_OMP_MARK), *places = getenv("OMP_PLACES");
+    const char *mark = env_get(ENV_OMP_MARK), *places = env_get("OMP_PLACES");
     omp_ours = mark && places && !strcmp(mark, places);
     for (size_t i = 0; i < sizeof omp_vars / sizeof *omp_vars; i++)
-        if (getenv(omp_vars[i]) && !(omp_ours && i == 1)) {
+        if (env_get(omp_vars[i]) && !(omp_ours && i == 1)) {
             if ((verbose || dryrun) && !inherited)
                 say("bobox-pin: %s is set: the OpenMP runtime's placement stands, pinning off", omp_vars[i]);
             return;
@@ -244,6 +233,7 @@ static void init(void)
     if (bt_read(&topo, fsroot, err, sizeof err) != 0)
         goto bad;
     cpu_set_t allowed;
+    int inherited_cpu = -1; /* the one CPU of the thread that started this process */
     if (fsroot) {
         allowed = topo.online; /* a saved tree: its online CPUs stand for the allowed set */
         if (sched_getaffinity(getpid(), sizeof unpinned, &unpinned) != 0)
@@ -253,9 +243,22 @@ static void init(void)
             snprintf(err, sizeof err, "cannot read the allowed CPUs: %s", strerror(errno));
             goto bad;
         }
-        /* a one-CPU mask from our pinning of the parent's thread: plan from the parent's set */
-        if (inherited)
-            bp_inherit_allowed(&allowed, inh);
+        /* A one-CPU mask from our pinning of the parent's thread: plan from the parent's set.
+         * The environment says so; a program that rebuilt its environment (a shell started
+         * under the preload) still has the tree of an ancestor, and the set it plans from. */
+        int one = -1;
+        for (int c = 0; c < CPU_SETSIZE && CPU_COUNT(&allowed) == 1 && one < 0; c++)
+            if (CPU_ISSET(c, &allowed))
+                one = c;
+        cpu_set_t tree_set;
+        int in_tree = pt_discover(&tree_set);
+        if (inherited) {
+            if (bp_inherit_allowed(&allowed, inh))
+                inherited_cpu = one;
+        } else if (in_tree && one >= 0 && CPU_ISSET(one, &tree_set)) {
+            allowed = tree_set;
+            inherited_cpu = one;
+        }
     }
     if (!fsroot)
         unpinned = allowed;
@@ -263,7 +266,7 @@ static void init(void)
     if (warn[0] && !inherited)
         say("bobox-pin: %s", warn);
     if (norder == 0) {
-        snprintf(err, sizeof err, "BOBOX_PIN=%s: no allowed CPU to pin to", getenv("BOBOX_PIN"));
+        snprintf(err, sizeof err, "BOBOX_PIN=%s: no allowed CPU to pin to", env_get("BOBOX_PIN"));
         goto bad;
     }
     set_inherited('P', &allowed);
@@ -279,9 +282,13 @@ static void init(void)
         say("bobox-pin: pid=%d policy=%s allowed=%s order=%s%s%s", (int)getpid(), bp_policy_name(spec.policy), al,
             ord, dryrun ? " dryrun" : "", omp_ours ? " omp-places" : "");
     }
+    pt_attach(order, norder, &allowed);
     atomic_store(&active, 1);
-    if (!bp_skipped(&skip, 0))
-        pin(0, getpid(), take_slot());
+    if (!bp_skipped(&skip, 0)) {
+        int row, s = pt_take_process(-1, inherited_cpu, &row);
+        my_row = row;
+        pin(0, getpid(), s);
+    }
     return;
 bad:
     if (!quiet)
@@ -289,14 +296,25 @@ bad:
     set_inherited('X', NULL);
 }
 
+/* A new process of the tree: only the forking thread lives on. It takes that thread's place
+ * while the parent's thread holds it (a parent that forks usually waits or sleeps), else the
+ * place of least weight in the tree. */
 static void after_fork_child(void)
 {
     atomic_store(&next_thread, 1); /* a new process: its threads count from 1 again */
-    /* Only the forking thread lives on, still bound to its place. */
-    atomic_flag_clear(&slot_lock);
-    memset(live, 0, sizeof live);
-    if (my_slot >= 0)
-        live[my_slot] = 1;
+    if (my_slot < 0)
+        return; /* not pinned (skipped, or the program chose its mask): stays as it is */
+    int row, s = pt_take_process(my_row, my_cpu, &row);
+    my_row = row;
+    if (s != my_slot)
+        pin(0, 0, s);
+}
+
+/* The process exits normally: its places go back to the tree (others are reaped by the survivors). */
+__attribute__((destructor)) static void bobox_pin_dtor(void)
+{
+    if (atomic_load(&active))
+        pt_process_exit();
 }
 
 /* Lazy and thread-safe: a library constructor (libgomp's, say) may create threads before our
@@ -330,6 +348,7 @@ struct start {
     void *arg;
     unsigned k;
     int slot; /* -1: a skipped thread */
+    int row;  /* its row in the tree's table */
     sem_t bound;
 };
 
@@ -341,14 +360,16 @@ static void *trampoline(void *p)
     struct start *s = p;
     void *(*fn)(void *) = s->fn;
     void *arg = s->arg;
-    intptr_t slot = s->slot;
+    int slot = s->slot;
+    intptr_t row = s->row;
+    my_row = s->row;
     pin(s->k, 0, s->slot);
     sem_post(&s->bound); /* s lives on the creator's stack: not touched after this */
     if (slot < 0)
         return fn(arg);
     void *ret;
     /* Also run by pthread_exit and cancellation: the place is free again for the next thread. */
-    pthread_cleanup_push(release_slot, (void *)slot);
+    pthread_cleanup_push(release_row, (void *)row);
     ret = fn(arg);
     pthread_cleanup_pop(1);
     return ret;
@@ -377,14 +398,14 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
         mark_foreign(-1, sizeof chosen, &chosen);
         return real(thread, attr, fn, arg);
     }
-    struct start s = { fn, arg, k, -1, { { 0 } } };
+    struct start s = { fn, arg, k, -1, -1, { { 0 } } };
     if (sem_init(&s.bound, 0, 0) != 0)
         return real(thread, attr, fn, arg);
     if (!bp_skipped(&skip, k))
-        s.slot = take_slot();
+        s.slot = pt_take_thread(&s.row);
     int rc = real(thread, attr, trampoline, &s);
     if (rc != 0 && s.slot >= 0)
-        release_slot((void *)(intptr_t)s.slot);
+        pt_release(s.row);
     if (rc == 0) {
         int old;
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old); /* s must outlive the wait */

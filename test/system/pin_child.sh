@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
 # Child processes: a child started from a pinned thread plans from the parent's original set, not
-# from the one CPU it inherited; a mask narrowed on the way (taskset under the preload) stands;
-# the verbose banner appears once per process tree.
+# from the one CPU it inherited: its main thread takes the place of the thread that started it
+# (which waits for it), its other threads the places with the fewest threads of the whole tree
+# (pin_tree.sh); a mask narrowed on the way (taskset under the preload) stands; the verbose
+# banner appears once per process tree.
 source "$BOBOX_ROOT/test/pin/lib.sh"
 need "$PROGS/pin_threads"
 [ "$NCPU" -ge 2 ] || skip "needs 2 CPUs"
 P=$PROGS/pin_threads
 plan=($(plan_cpus 4))
+places=($(plan_cpus "$NCPU"))
 
-# thread 1 (pinned to plan[1]) starts the child; the child's threads start over at plan[0]
+# thread 1 (pinned to plan[1]) starts the child and waits: the child's main thread takes that
+# place, and each of its threads the first place with the fewest threads of the tree.
+declare -a weight
+for ((i = 0; i < NCPU; i++)); do weight[i]=0; done
+weight[0]=1 weight[1]=1   # the parent's main thread, and the child's on the place thread 1 lent
+want_child=${places[1]}
+for k in 1 2 3; do
+    best=0
+    for ((i = 1; i < NCPU; i++)); do [ "${weight[i]}" -lt "${weight[best]}" ] && best=$i; done
+    weight[best]=$((weight[best] + 1))
+    want_child="$want_child ${places[best]}"
+done
 out=$(BOBOX_PIN_VERBOSE=1 LD_PRELOAD=$PIN "$P" 1 --spawn-from=1 -- "$P" 3 2>"$TMP/err") || fail "did not run"
 echo "$out"; cat "$TMP/err"
 parent=$(root_pid "$out")
@@ -16,7 +30,7 @@ child=$(grep " ppid=$parent " <<<"$out") || true
 parent_lines=$(grep "^pid=$parent " <<<"$out")
 [ -n "$child" ] || fail "no output from the child"
 check_pinned "$parent_lines" "${plan[0]} ${plan[1]}"
-check_pinned "$child" "${plan[0]} ${plan[1]} ${plan[2]} ${plan[3]}"
+check_pinned "$child" "$want_child"
 [ "$(grep -c '^bobox-pin: pid=' "$TMP/err")" -eq 1 ] || fail "the banner should appear once per process tree"
 [ "$(grep -c '^bobox-pin: thread=' "$TMP/err")" -eq 6 ] || fail "expected 2 + 4 thread lines"
 

@@ -1,0 +1,47 @@
+/* tree.h - the places of the plan taken by the threads of a whole process tree.
+ *
+ * Every process started under the shim (fork, exec, posix_spawn) shares one table: a row per
+ * pinned thread, its place and its weight. A new thread takes the place with the least weight
+ * over the whole tree, so the processes of a forking server or of `make -j` spread over the
+ * CPUs instead of each starting again at the first place. A new process first borrows the
+ * place of the thread that started it, when that thread still holds it: a launcher, a shell
+ * or a server waits or sleeps while its child works, so the child runs where the parent would
+ * have; the place goes back to the parent when the child ends. Rows of processes that died
+ * without exiting normally are reaped by the survivors (kill(pid, 0) says ESRCH).
+ *
+ * The table is a file in /dev/shm named after the process that started the tree (pid and start
+ * time), so that exec'd descendants find it through their ancestors, whatever environment
+ * they were given; without /dev/shm it is shared memory that only forked children inherit.
+ * No malloc. */
+#ifndef BOBOX_PIN_TREE_H
+#define BOBOX_PIN_TREE_H
+
+#include <sched.h>
+#include <sys/types.h>
+
+/* Finds the tree of the nearest ancestor that has one, and the CPU set it plans from; 1 if
+ * there is one. */
+int pt_discover(cpu_set_t *allowed);
+/* Joins the tree pt_discover found if it plans the same order, else starts one that plans
+ * from `allowed`. 0: a named tree; 1: shared with forked children only; 2: this process's own. */
+int pt_attach(const short *order, int norder, const cpu_set_t *allowed);
+/* The file naming the tree, or "" when it has none (tests). */
+const char *pt_path(void);
+
+/* A new thread of this process: the place of least weight; *row receives its row (-1 when the
+ * table is full: the thread is placed but not counted). */
+int pt_take_thread(int *row);
+/* The thread of `row` ends: its place is free again. */
+void pt_release(int row);
+/* The main thread of a process new to the tree (after fork in the child, or at start-up):
+ * its own row if the process had one before exec; else the place of the parent's thread that
+ * started it, when that thread still holds it (`parent_row` after fork, else the parent's row
+ * on `inherited_cpu`; -1: unknown); else the place of least weight. */
+int pt_take_process(int parent_row, int inherited_cpu, int *row);
+/* The process ends normally: every row of it goes, borrowed places go back, and the last
+ * process of the tree removes the file. */
+void pt_process_exit(void);
+/* Weight per place now, summed over the tree (tests and verbose output). */
+unsigned pt_weight(int slot);
+
+#endif

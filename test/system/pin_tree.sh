@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Process trees: the processes a pinned program starts (fork without exec, posix_spawn, a
+# shell's background jobs) spread over the plan, each place taken by as many of them as any
+# other, instead of each process starting again at the first place (which put a forking
+# server or `make -j` on one CPU). A child takes the place of the thread that started it while
+# that thread holds it, and gives it back when it ends; the place of a process killed by a
+# signal is reclaimed by the survivors; a tree's file in /dev/shm goes with its last process,
+# or, after a kill, with the next tree started.
+source "$BOBOX_ROOT/test/pin/lib.sh"
+need "$PROGS/pin_procs"
+[ "$NCPU" -ge 2 ] || skip "one CPU: every process runs on it"
+P=$PROGS/pin_procs
+plan=($(plan_cpus "$NCPU"))
+trees() { ls /dev/shm 2>/dev/null | grep -c '^bobox-pin\.' || true; }
+before=$(trees)
+
+# per_cpu LINES: "count" for each place of the plan, in plan order; fails on a line not pinned
+# to one CPU of the plan
+per_cpu() {
+    local line a i; local -a n
+    for ((i = 0; i < NCPU; i++)); do n[i]=0; done
+    while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        a=$(value allowed "$line")
+        for ((i = 0; i < NCPU; i++)); do [ "$a" = "${plan[i]}" ] && break; done
+        [ $i -lt $NCPU ] || fail "not pinned to one CPU of the plan (${plan[*]}): $line"
+        n[i]=$((n[i] + 1))
+    done <<<"$1"
+    echo "${n[*]}"
+}
+# check_spread WHAT LINES: every place holds the same number of them
+check_spread() {
+    local counts; counts=$(per_cpu "$2")
+    echo "$1: per place of the plan (${plan[*]}): $counts"
+    [ "$(tr ' ' '\n' <<<"$counts" | sort -u | wc -l)" -eq 1 ] || fail "$1: not spread evenly over the plan"
+}
+
+n=$((2 * NCPU))
+out=$(LD_PRELOAD=$PIN "$P" fork $n) || fail "pin_procs fork failed"
+echo "$out"
+check_spread "$n forked children" "$(grep '^role=child' <<<"$out")"
+
+out=$(LD_PRELOAD=$PIN "$P" spawn $n) || fail "pin_procs spawn failed"
+check_spread "$n spawned children" "$(grep '^role=child' <<<"$out")"
+
+# A shell under the preload (bash defines its own getenv and putenv) and its background jobs,
+# each exec'ing a program; they stay alive together for a second.
+out=$(LD_PRELOAD=$PIN bash -c 'for i in $(seq '$n'); do
+          sh -c "echo role=job allowed=\$(sed -n \"s/^Cpus_allowed_list:[[:space:]]*//p\" /proc/self/status); sleep 1" &
+      done; wait') || fail "the shell failed"
+check_spread "$n jobs of a shell" "$out"
+
+# The child borrows the parent's place and gives it back: the parent's next thread goes to the
+# second place, not back onto the parent's CPU.
+out=$(LD_PRELOAD=$PIN "$P" lend) || fail "pin_procs lend failed"
+echo "$out"
+[ "$(value allowed "$(grep '^role=parent' <<<"$out")")" = "${plan[0]}" ] || fail "lend: parent not on ${plan[0]}"
+[ "$(value allowed "$(grep '^role=child' <<<"$out")")" = "${plan[0]}" ] || fail "lend: the child did not take its parent's place"
+[ "$(value allowed "$(grep '^role=thread' <<<"$out")")" = "${plan[1]}" ] ||
+    fail "lend: the parent's thread should run on ${plan[1]}: the place the child borrowed did not come back"
+
+# B is killed; once it is gone, its place is the free one and C takes it (otherwise C would
+# share A's).
+out=$(LD_PRELOAD=$PIN "$P" reap) || fail "pin_procs reap failed"
+echo "$out"
+[ "$(value allowed "$(grep '^role=A' <<<"$out")")" = "${plan[0]}" ] || fail "reap: A not on ${plan[0]}"
+[ "$(value allowed "$(grep '^role=B' <<<"$out")")" = "${plan[1]}" ] || fail "reap: B not on ${plan[1]}"
+[ "$(value allowed "$(grep '^role=C' <<<"$out")")" = "${plan[1]}" ] ||
+    fail "reap: C should take the place of B, which was killed"
+
+[ "$(trees)" = "$before" ] || fail "a tree's file was left in /dev/shm: $(ls /dev/shm | grep bobox-pin)"
+LD_PRELOAD=$PIN bash -c 'sleep 5 & kill -9 $!; kill -9 $$' 2>/dev/null
+[ "$(trees)" -gt "$before" ] || fail "the killed tree should have left its file (the check below would prove nothing)"
+LD_PRELOAD=$PIN /bin/true || fail "true failed"
+[ "$(trees)" = "$before" ] || fail "the next tree did not remove the file of the killed one"
+echo "ok"
