@@ -16,7 +16,7 @@ unset LD_PRELOAD BOBOX_PIN
 B=$ROOT/build/bench
 MODE=moderate RUNS= ONLY= ALLOCS= FASTPATH=1
 WORKLOADS="server server-t2 prodcons batches batches-t1 falseshare mixed pipeline mergesort
-           paging71 paging72 realloc python sort gcc clang sqlite"
+           paging71 paging72 realloc python sort gcc clang sqlite postgres"
 # Multi-threaded workloads: these also run under the pinning variants.
 MT="server server-t2 prodcons batches falseshare pipeline mergesort realloc sort"
 
@@ -55,7 +55,7 @@ echo "== bobox-malloc benchmarks: mode=$MODE runs=$RUNS scale=$S"
 
 # ---- dependencies and build ------------------------------------------------------------
 bench_ensure_pkgs libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox valgrind \
-                  python3 sqlite3 coreutils gcc clang
+                  python3 sqlite3 coreutils gcc clang postgresql
 if ! make -s -C "$ROOT" bench-bins >/dev/null; then
   echo "bench.sh: building the workloads failed" >&2; exit 1
 fi
@@ -94,6 +94,7 @@ n_sort=$(awk -v s=$S 'BEGIN {printf "%d", 4000000*s}')
 n_gcc=$(awk -v s=$S 'BEGIN {n = int(400*s); print n < 10 ? 10 : n}')
 n_sql=$(awk -v s=$S 'BEGIN {printf "%d", 200000*s}')
 n_py=$(awk -v s=$S 'BEGIN {n = int(16*s); print n < 1 ? 1 : n}')
+n_pg=$(awk -v s=$S 'BEGIN {n = int(1000*s); print n < 50 ? 50 : n}')
 gen() {  # kind file n
   [ -s "$DATA/$2" ] && return 0
   "$B/gendata" "$1" "$3" > "$DATA/$2.tmp" && mv -f "$DATA/$2.tmp" "$DATA/$2"
@@ -101,6 +102,17 @@ gen() {  # kind file n
 gen words words-$n_sort.txt $n_sort
 gen csrc big-$n_gcc.c $n_gcc
 gen sql ins-$n_sql.sql $n_sql
+# postgres: a template cluster, made once, that each run copies (the server's user must reach it).
+PGDIR=
+if case " $(echo $WORKLOADS) " in *" postgres "*) true ;; *) false ;; esac; then
+  mkdir -p "$B/logs"; PGDIR=$(mktemp -d /tmp/bobox-pg.XXXXXX) && chmod 755 "$PGDIR"
+  [ "$(id -u)" -eq 0 ] && chown postgres "$PGDIR" 2>/dev/null
+  if ! "$ROOT/bench/real/pgbench.sh" --setup "$PGDIR" >>"$B/logs/pg-setup.log" 2>&1; then
+    echo "bench: skipping postgres: no PostgreSQL server could be set up (build/bench/logs/pg-setup.log)"
+    WORKLOADS=$(for w in $WORKLOADS; do [ "$w" = postgres ] || echo $w; done)
+  fi
+fi
+trap 'rm -rf "$SNAP" ${PGDIR:+"$PGDIR"}' EXIT
 # Warm the page cache so the first allocator is not charged for reading the inputs.
 cat "$DATA/words-$n_sort.txt" "$DATA/big-$n_gcc.c" "$DATA/ins-$n_sql.sql" > /dev/null
 
@@ -128,6 +140,7 @@ workload() {
                 CMD=(gcc -O2 -c -o /dev/null "$DATA/big-$n_gcc.c") ;;
     clang)      THREADS=1; UNITS=$n_gcc; UNIT=functions/s   # a C++ program: new and delete
                 CMD=(clang -O2 -c -o /dev/null "$DATA/big-$n_gcc.c") ;;
+    postgres)   THREADS=4; CMD=("$ROOT/bench/real/pgbench.sh" "$PGDIR" $n_pg) ;;  # 4 clients
     sqlite)     THREADS=1; UNITS=$n_sql; UNIT=rows/s; RIN=$DATA/ins-$n_sql.sql
                 CMD=(sqlite3 :memory:) ;;
   esac
