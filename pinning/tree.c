@@ -258,11 +258,6 @@ int pt_attach(const short *order, int norder, const cpu_set_t *allowed)
     return named ? 0 : tab != &own_table ? 1 : 2;
 }
 
-const char *pt_path(void)
-{
-    return named ? path : "";
-}
-
 static void recount(void)
 {
     memset(tab->weight, 0, sizeof tab->weight);
@@ -459,9 +454,4 @@ void pt_process_exit(void)
     if (last && named)
         unlink(path); /* a later process of the tree, if any, starts a new one */
     errno = saved;
-}
-
-unsigned pt_weight(int slot)
-{
-    return slot >= 0 && slot < tab->norder ? tab->weight[slot] : 0;
 }

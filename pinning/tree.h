@@ -25,8 +25,6 @@ int pt_discover(cpu_set_t *allowed);
 /* Joins the tree pt_discover found if it plans the same order, else starts one that plans
  * from `allowed`. 0: a named tree; 1: shared with forked children only; 2: this process's own. */
 int pt_attach(const short *order, int norder, const cpu_set_t *allowed);
-/* The file naming the tree, or "" when it has none (tests). */
-const char *pt_path(void);
 
 /* A new thread of this process: the place of least weight; *row receives its row (-1 when the
  * table is full: the thread is placed but not counted). */
@@ -41,7 +39,5 @@ int pt_take_process(int parent_row, int inherited_cpu, int *row);
 /* The process ends normally: every row of it goes, borrowed places go back, and the last
  * process of the tree removes the file. */
 void pt_process_exit(void);
-/* Weight per place now, summed over the tree (tests and verbose output). */
-unsigned pt_weight(int slot);
 
 #endif

@@ -67,11 +67,13 @@ for l in ${PRELOAD//:/ }; do
     copies="$copies${copies:+ }$c"
 done
 # The server runs as a child of this script, not daemonized by pg_ctl, so that the harness's
-# resource usage (peak RSS, CPU times) counts the postmaster and the backends it reaped.
+# resource usage (peak RSS, CPU times) counts the postmaster and the backends it reaped. It
+# stops at once (no shutdown checkpoint: its time varied by a second between runs, and the
+# copy is thrown away).
 srv=
 stop_run() {
     [ -n "$srv" ] || return 0
-    "${AS[@]}" "$PGBIN/pg_ctl" -D "$run" -w -t 60 -m fast stop >/dev/null 2>&1 || kill "$srv" 2>/dev/null
+    "${AS[@]}" "$PGBIN/pg_ctl" -D "$run" -w -t 60 -m immediate stop >/dev/null 2>&1 || kill "$srv" 2>/dev/null
     wait "$srv" 2>/dev/null || true
     srv=
 }

@@ -50,23 +50,26 @@ out=$(LD_PRELOAD=$PIN bash -c 'for i in $(seq '$n'); do
       done; wait') || fail "the shell failed"
 check_spread "$n jobs of a shell" "$out"
 
+# expect_on OUT ROLE CPU WHY: the line of ROLE in OUT is pinned to CPU
+expect_on() {
+    [ "$(value allowed "$(grep "^role=$2 " <<<"$1")")" = "$3" ] || fail "$2 should run on CPU $3: $4"
+}
+
 # The child borrows the parent's place and gives it back: the parent's next thread goes to the
 # second place, not back onto the parent's CPU.
 out=$(LD_PRELOAD=$PIN "$P" lend) || fail "pin_procs lend failed"
 echo "$out"
-[ "$(value allowed "$(grep '^role=parent' <<<"$out")")" = "${plan[0]}" ] || fail "lend: parent not on ${plan[0]}"
-[ "$(value allowed "$(grep '^role=child' <<<"$out")")" = "${plan[0]}" ] || fail "lend: the child did not take its parent's place"
-[ "$(value allowed "$(grep '^role=thread' <<<"$out")")" = "${plan[1]}" ] ||
-    fail "lend: the parent's thread should run on ${plan[1]}: the place the child borrowed did not come back"
+expect_on "$out" parent "${plan[0]}" "the first place"
+expect_on "$out" child "${plan[0]}" "the child takes its parent's place"
+expect_on "$out" thread "${plan[1]}" "the place the child borrowed comes back when it ends"
 
 # B is killed; once it is gone, its place is the free one and C takes it (otherwise C would
 # share A's).
 out=$(LD_PRELOAD=$PIN "$P" reap) || fail "pin_procs reap failed"
 echo "$out"
-[ "$(value allowed "$(grep '^role=A' <<<"$out")")" = "${plan[0]}" ] || fail "reap: A not on ${plan[0]}"
-[ "$(value allowed "$(grep '^role=B' <<<"$out")")" = "${plan[1]}" ] || fail "reap: B not on ${plan[1]}"
-[ "$(value allowed "$(grep '^role=C' <<<"$out")")" = "${plan[1]}" ] ||
-    fail "reap: C should take the place of B, which was killed"
+expect_on "$out" A "${plan[0]}" "the parent's place"
+expect_on "$out" B "${plan[1]}" "the free place"
+expect_on "$out" C "${plan[1]}" "the place of B, which was killed"
 
 [ "$(trees)" = "$before" ] || fail "a tree's file was left in /dev/shm: $(ls /dev/shm | grep bobox-pin)"
 LD_PRELOAD=$PIN bash -c 'sleep 5 & kill -9 $!; kill -9 $$' 2>/dev/null
