@@ -356,7 +356,20 @@ static void keep_release(bx_heap_t *h, unsigned bin) {
 
 /* ---- allocation ------------------------------------------------------------------------ */
 
+/* A forked child may run on another node than its parent's thread (the pinning shim spreads a
+ * process tree over the CPUs): new superblocks and large objects then come from the node it
+ * runs on. Checked at the first tick after fork, when the shim's fork handler has run. */
+static void follow_cpu_node(bx_heap_t *h) {
+    h->follow_cpu = false;
+    int node = bx_node_current();
+    if (node == h->node) return;
+    h->node = node;
+    h->small_blocks.alloc.node = node;
+    for (unsigned i = 0; i < bx_medium_bins; i++) h->medium[i].alloc.node = node;
+}
+
 void bx_heap_tick_due(bx_heap_t *h, uint64_t now_ns) {
+    if (BX_UNLIKELY(h->follow_cpu)) follow_cpu_node(h);
     h->next_purge_ns = now_ns + (bx_options.decay_ms ? bx_options.decay_ms : 1) * (uint64_t)1000000;
     for (unsigned i = 0; i < bx_small_bins; i++) {
         /* Kept objects of a size the thread stopped allocating are of no use here. */
@@ -576,6 +589,10 @@ static void fork_child(void) {
         bx_remote_after_fork(h);
         if (h != bx_tls_heap && (h->state == BX_HEAP_LIVE || h->state == BX_HEAP_RECLAIMING))
             h->state = BX_HEAP_LOST;
+    }
+    if (bx_tls_heap && bx_tls_heap->state == BX_HEAP_LIVE) {
+        bx_tls_heap->follow_cpu = true;
+        bx_tls_heap->next_purge_ns = 0; /* the next slow path ticks */
     }
 }
 

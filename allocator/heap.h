@@ -73,6 +73,7 @@ typedef struct bx_heap {
     size_t kept_bytes;              /* kept objects that no chain counts */
     size_t allocs_at_tick[BX_SMALL_BINS_MAX]; /* each bin's allocs at the last decay tick */
     uint64_t next_purge_ns;         /* when this heap next gives back idle cached memory */
+    bool follow_cpu;                /* after fork: take the node of the CPU at the next tick */
     bx_outbox_slot_t outbox[BX_OUTBOX_SLOTS];
     unsigned outbox_victim;
     bx_outbox_slot_t *outbox_last;  /* the slot used last: frees come in runs per owner */

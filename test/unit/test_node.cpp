@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <thread>
 #include <vector>
 #include "bobox.h"
@@ -69,4 +71,37 @@ TEST_CASE("node: a thread's heap takes superblocks from its CPU's node (simulate
     (void)node1_cached_before;
     bx_node_init(); // back to the real map
     REQUIRE(bx_node_count() >= 1);
+}
+
+TEST_CASE("node: a forked child moved to another node's CPU takes superblocks from that node", "[node]") {
+    if (std::thread::hardware_concurrency() < 2) {
+        WARN("needs two CPUs");
+        return;
+    }
+    bobox_free(bobox_malloc(1)); // this thread's heap exists, on node 0 (one real node)
+    const int map[2] = {0, 1};   // cpu 0 -> node 0, cpu 1 -> node 1
+    bx_node_set_map(map, 2, 2);
+    fflush(nullptr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        // The child, as the pinning shim would place it: on CPU 1, node 1.
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(1, &set);
+        if (sched_setaffinity(0, sizeof set, &set) != 0) _exit(3);
+        sched_yield();
+        size_t before = bx_node_superblocks_in_use_on(1);
+        std::vector<void *> objs;
+        for (int i = 0; i < 2000; i++) objs.push_back(bobox_malloc(i % 2 ? 200 : 40000));
+        bool moved = bx_node_superblocks_in_use_on(1) > before;
+        for (void *p : objs) bobox_free(p);
+        _exit(moved ? 0 : 1);
+    }
+    REQUIRE(pid > 0);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    bx_node_init(); // back to the real map
+    REQUIRE(WIFEXITED(status));
+    INFO("exit status 1: the child's superblocks still came from its parent's node");
+    REQUIRE(WEXITSTATUS(status) == 0);
 }
