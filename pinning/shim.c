@@ -210,6 +210,7 @@ static void init(void)
         fsroot = NULL;
 
     int v = flag_env("BOBOX_PIN_VERBOSE"), d = flag_env("BOBOX_PIN_DRYRUN");
+    const char *policy = env_get("BOBOX_PIN") ? env_get("BOBOX_PIN") : "";
     if (bp_parse_policy(env_get("BOBOX_PIN"), &spec, err, sizeof err) != 0 ||
         bp_parse_skip(env_get("BOBOX_PIN_SKIP"), &skip, err, sizeof err) != 0 ||
         (v < 0 && snprintf(err, sizeof err, "BOBOX_PIN_VERBOSE=%s: expected 0 or 1", env_get("BOBOX_PIN_VERBOSE"))) ||
@@ -230,11 +231,11 @@ static void init(void)
             return;
         }
 
-    if (bt_read(&topo, fsroot, err, sizeof err) != 0)
-        goto bad;
     cpu_set_t allowed;
     int inherited_cpu = -1; /* the one CPU of the thread that started this process */
     if (fsroot) {
+        if (bt_read(&topo, fsroot, err, sizeof err) != 0)
+            goto bad;
         allowed = topo.online; /* a saved tree: its online CPUs stand for the allowed set */
         if (sched_getaffinity(getpid(), sizeof unpinned, &unpinned) != 0)
             CPU_ZERO(&unpinned);
@@ -259,14 +260,21 @@ static void init(void)
             allowed = tree_set;
             inherited_cpu = one;
         }
-    }
-    if (!fsroot)
         unpinned = allowed;
-    norder = bp_order(&topo, &allowed, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
+        /* The tree's order, when it was planned the same way: no topology to read. Verbose
+         * and dry runs read it anyway, to name each CPU's core and node. */
+        if (!verbose && !dryrun)
+            norder = pt_known_order(policy, &allowed, order);
+        if (!norder && bt_read(&topo, NULL, err, sizeof err) != 0)
+            goto bad;
+    }
+    warn[0] = '\0';
+    if (!norder)
+        norder = bp_order(&topo, &allowed, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
     if (warn[0] && !inherited)
         say("bobox-pin: %s", warn);
     if (norder == 0) {
-        snprintf(err, sizeof err, "BOBOX_PIN=%s: no allowed CPU to pin to", env_get("BOBOX_PIN"));
+        snprintf(err, sizeof err, "BOBOX_PIN=%s: no allowed CPU to pin to", policy);
         goto bad;
     }
     set_inherited('P', &allowed);
@@ -282,7 +290,7 @@ static void init(void)
         say("bobox-pin: pid=%d policy=%s allowed=%s order=%s%s%s", (int)getpid(), bp_policy_name(spec.policy), al,
             ord, dryrun ? " dryrun" : "", omp_ours ? " omp-places" : "");
     }
-    pt_attach(order, norder, &allowed);
+    pt_attach(order, norder, &allowed, policy);
     atomic_store(&active, 1);
     if (!bp_skipped(&skip, 0)) {
         int row, s = pt_take_process(-1, inherited_cpu, &row);

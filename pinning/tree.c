@@ -43,6 +43,8 @@ struct pt_table {
     uint32_t rows_end;      /* rows at and after this index were never used: scans stop here */
     uint64_t last_reap_ns;
     cpu_set_t allowed;      /* the set the tree plans from */
+    char policy[256];       /* BOBOX_PIN that made the order ("" for the default) */
+    short order[BP_MAX_ORDER]; /* exec'd processes with the same policy and set reuse it */
     pthread_mutex_t lock;   /* process-shared and robust: a process may die holding it */
     unsigned weight[BP_MAX_ORDER];
     struct pt_row row[PT_ROWS];
@@ -114,7 +116,8 @@ static void tree_path(char *buf, size_t len, pid_t pid, uint64_t start)
     snprintf(buf, len, "/dev/shm/bobox-pin.%d.%llu", (int)pid, (unsigned long long)start);
 }
 
-static void init_table(struct pt_table *t, const short *order, int n, const cpu_set_t *allowed, int shared)
+static void init_table(struct pt_table *t, const short *order, int n, const cpu_set_t *allowed,
+                       const char *policy, int shared)
 {
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
@@ -127,6 +130,12 @@ static void init_table(struct pt_table *t, const short *order, int n, const cpu_
     t->order_hash = hash_order(order, n);
     t->norder = n;
     t->allowed = *allowed;
+    /* a policy too long to keep is never matched: its children read the topology themselves */
+    if (strlen(policy) < sizeof t->policy)
+        memcpy(t->policy, policy, strlen(policy) + 1);
+    else
+        memcpy(t->policy, "\n", 2);
+    memcpy(t->order, order, (size_t)n * sizeof *order);
     atomic_store_explicit(&t->magic, PT_MAGIC, memory_order_release);
 }
 
@@ -216,7 +225,7 @@ static void remove_stale(void)
     close(dfd);
 }
 
-static struct pt_table *create_named(const short *order, int n, const cpu_set_t *allowed)
+static struct pt_table *create_named(const short *order, int n, const cpu_set_t *allowed, const char *policy)
 {
     remove_stale();
     tree_path(path, sizeof path, getpid(), start_time());
@@ -229,11 +238,20 @@ static struct pt_table *create_named(const short *order, int n, const cpu_set_t 
         unlink(path);
         return NULL;
     }
-    init_table(t, order, n, allowed, 1);
+    init_table(t, order, n, allowed, policy, 1);
     return t;
 }
 
-int pt_attach(const short *order, int norder, const cpu_set_t *allowed)
+int pt_known_order(const char *policy, const cpu_set_t *allowed, short *order)
+{
+    if (!found || strcmp(found->policy, policy) != 0 || !CPU_EQUAL(&found->allowed, allowed) ||
+        found->norder <= 0 || found->norder > BP_MAX_ORDER)
+        return 0;
+    memcpy(order, found->order, (size_t)found->norder * sizeof *order);
+    return found->norder;
+}
+
+int pt_attach(const short *order, int norder, const cpu_set_t *allowed, const char *policy)
 {
     int saved = errno;
     ord = order;
@@ -244,7 +262,7 @@ int pt_attach(const short *order, int norder, const cpu_set_t *allowed)
     } else {
         if (found)
             munmap(found, sizeof *found);
-        tab = create_named(order, norder, allowed);
+        tab = create_named(order, norder, allowed, policy);
     }
     found = NULL;
     if (!tab) {
@@ -252,7 +270,7 @@ int pt_attach(const short *order, int norder, const cpu_set_t *allowed)
         path[0] = '\0';
         void *m = mmap(NULL, sizeof(struct pt_table), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
         tab = m == MAP_FAILED ? &own_table : m;
-        init_table(tab, order, norder, allowed, tab != &own_table);
+        init_table(tab, order, norder, allowed, policy, tab != &own_table);
     }
     errno = saved;
     return named ? 0 : tab != &own_table ? 1 : 2;

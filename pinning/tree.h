@@ -22,9 +22,14 @@
 /* Finds the tree of the nearest ancestor that has one, and the CPU set it plans from; 1 if
  * there is one. */
 int pt_discover(cpu_set_t *allowed);
+/* The order of the tree pt_discover found, if it was made by the same policy (BOBOX_PIN, ""
+ * for the default) from the same set: its length, copied into order; else 0. An exec'd
+ * process then need not read the topology again (thousands of /sys files on a large machine). */
+int pt_known_order(const char *policy, const cpu_set_t *allowed, short *order);
 /* Joins the tree pt_discover found if it plans the same order, else starts one that plans
- * from `allowed`. 0: a named tree; 1: shared with forked children only; 2: this process's own. */
-int pt_attach(const short *order, int norder, const cpu_set_t *allowed);
+ * from `allowed` with `policy`. 0: a named tree; 1: shared with forked children only; 2: this
+ * process's own. */
+int pt_attach(const short *order, int norder, const cpu_set_t *allowed, const char *policy);
 
 /* A new thread of this process: the place of least weight; *row receives its row (-1 when the
  * table is full: the thread is placed but not counted). */

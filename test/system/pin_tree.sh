@@ -4,8 +4,9 @@
 # other, instead of each process starting again at the first place (which put a forking
 # server or `make -j` on one CPU). A child takes the place of the thread that started it while
 # that thread holds it, and gives it back when it ends; the place of a process killed by a
-# signal is reclaimed by the survivors; a tree's file in /dev/shm goes with its last process,
-# or, after a kill, with the next tree started.
+# signal is reclaimed by the survivors; an exec'd process reuses the tree's order rather than
+# reading the topology; a tree's file in /dev/shm goes with its last process, or, after a
+# kill, with the next tree started.
 source "$BOBOX_ROOT/test/pin/lib.sh"
 need "$PROGS/pin_procs"
 [ "$NCPU" -ge 2 ] || skip "one CPU: every process runs on it"
@@ -71,6 +72,18 @@ echo "$out"
 expect_on "$out" A "${plan[0]}" "the parent's place"
 expect_on "$out" B "${plan[1]}" "the free place"
 expect_on "$out" C "${plan[1]}" "the place of B, which was killed"
+
+# An exec'd process of the tree takes the tree's order instead of reading the topology again
+# (on a large machine, thousands of /sys files per process): only the first reads /sys.
+if command -v strace >/dev/null; then
+    strace -f -qq -e trace=openat -o "$TMP/st" env LD_PRELOAD=$PIN bash -c '/bin/true; /bin/true' ||
+        fail "strace run failed"
+    readers=$(grep '/sys/devices/system/cpu' "$TMP"/st | awk '{print $1}' | sort -u | wc -l)
+    echo "processes that read the topology: $readers"
+    [ "$readers" -eq 1 ] || fail "$readers processes read the topology; only the tree's first should"
+else
+    echo "note: no strace, the topology reads are not counted (scripts/deps.sh installs it)"
+fi
 
 left=$(comm -13 <(echo "$before") <(trees))
 [ -z "$left" ] || fail "a tree's file was left in /dev/shm: $left"
