@@ -211,7 +211,7 @@ static void init(void)
 
     int v = flag_env("BOBOX_PIN_VERBOSE"), d = flag_env("BOBOX_PIN_DRYRUN");
     const char *policy = env_get("BOBOX_PIN") ? env_get("BOBOX_PIN") : "";
-    if (bp_parse_policy(env_get("BOBOX_PIN"), &spec, err, sizeof err) != 0 ||
+    if (bp_parse_policy(policy, &spec, err, sizeof err) != 0 ||
         bp_parse_skip(env_get("BOBOX_PIN_SKIP"), &skip, err, sizeof err) != 0 ||
         (v < 0 && snprintf(err, sizeof err, "BOBOX_PIN_VERBOSE=%s: expected 0 or 1", env_get("BOBOX_PIN_VERBOSE"))) ||
         (d < 0 && snprintf(err, sizeof err, "BOBOX_PIN_DRYRUN=%s: expected 0 or 1", env_get("BOBOX_PIN_DRYRUN"))))

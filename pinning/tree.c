@@ -37,7 +37,6 @@ struct pt_row {
 
 struct pt_table {
     _Atomic uint64_t magic; /* stored last, with release */
-    uint64_t order_hash;
     int32_t norder;
     uint32_t rows_used;
     uint32_t rows_end;      /* rows at and after this index were never used: scans stop here */
@@ -57,14 +56,6 @@ static char found_path[96];
 static const short *ord;
 static int named;                 /* tab is the file at path */
 static char path[96];
-
-static uint64_t hash_order(const short *order, int n)
-{
-    uint64_t h = 1469598103934665603ULL ^ (uint64_t)n;
-    for (int i = 0; i < n; i++)
-        h = (h ^ (uint16_t)order[i]) * 1099511628211ULL;
-    return h;
-}
 
 static uint64_t now_ns(void)
 {
@@ -102,12 +93,18 @@ static int read_stat(pid_t pid, pid_t *ppid, uint64_t *start)
     return 0;
 }
 
+/* This process's start time, read once per process (pt_discover reads it first). */
+static pid_t start_pid;
+static uint64_t start_val;
 static uint64_t start_time(void)
 {
     pid_t pp;
-    uint64_t st = 0;
-    read_stat(0, &pp, &st);
-    return st;
+    if (start_pid != getpid()) {
+        start_val = 0;
+        read_stat(0, &pp, &start_val);
+        start_pid = getpid();
+    }
+    return start_val;
 }
 
 /* A tree's file is named after the process that started it: its pid and start time. */
@@ -127,7 +124,6 @@ static void init_table(struct pt_table *t, const short *order, int n, const cpu_
     }
     pthread_mutex_init(&t->lock, &a);
     pthread_mutexattr_destroy(&a);
-    t->order_hash = hash_order(order, n);
     t->norder = n;
     t->allowed = *allowed;
     /* a policy too long to keep is never matched: its children read the topology themselves */
@@ -174,6 +170,10 @@ int pt_discover(cpu_set_t *allowed)
     for (int depth = 0; depth < 64 && pid > 1 && !found; depth++, pid = pp) {
         if (read_stat(pid, &pp, &start) != 0)
             break;
+        if (depth == 0) {
+            start_pid = pid;
+            start_val = start;
+        }
         tree_path(found_path, sizeof found_path, pid, start);
         found = open_table(found_path);
     }
@@ -256,7 +256,7 @@ int pt_attach(const short *order, int norder, const cpu_set_t *allowed, const ch
     int saved = errno;
     ord = order;
     named = 1;
-    if (found && found->norder == norder && found->order_hash == hash_order(order, norder)) {
+    if (found && found->norder == norder && !memcmp(found->order, order, (size_t)norder * sizeof *order)) {
         tab = found;
         memcpy(path, found_path, sizeof path);
     } else {
