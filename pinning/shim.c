@@ -210,7 +210,9 @@ static void init(void)
         fsroot = NULL;
 
     int v = flag_env("BOBOX_PIN_VERBOSE"), d = flag_env("BOBOX_PIN_DRYRUN");
-    const char *policy = env_get("BOBOX_PIN") ? env_get("BOBOX_PIN") : "";
+    const char *policy = env_get("BOBOX_PIN");
+    if (!policy)
+        policy = "";
     if (bp_parse_policy(policy, &spec, err, sizeof err) != 0 ||
         bp_parse_skip(env_get("BOBOX_PIN_SKIP"), &skip, err, sizeof err) != 0 ||
         (v < 0 && snprintf(err, sizeof err, "BOBOX_PIN_VERBOSE=%s: expected 0 or 1", env_get("BOBOX_PIN_VERBOSE"))) ||

@@ -357,20 +357,18 @@ static int add_row(int slot, int main, int lender)
             return -1; /* full: the thread is placed but not counted */
         tab->rows_end++;
     }
-    {
-        struct pt_row *r = &tab->row[i];
-        r->pid = getpid();
-        r->tid = (int32_t)syscall(SYS_gettid);
-        r->start = 0;
-        r->slot = (int16_t)slot;
-        r->weight = 1;
-        r->main = (uint8_t)main;
-        r->lender = lender;
-        r->lender_gen = lender >= 0 ? tab->row[lender].gen : 0;
-        tab->weight[slot]++;
-        tab->rows_used++;
-        return (int)i;
-    }
+    struct pt_row *r = &tab->row[i];
+    r->pid = getpid();
+    r->tid = (int32_t)syscall(SYS_gettid);
+    r->start = 0;
+    r->slot = (int16_t)slot;
+    r->weight = 1;
+    r->main = (uint8_t)main;
+    r->lender = lender;
+    r->lender_gen = lender >= 0 ? tab->row[lender].gen : 0;
+    tab->weight[slot]++;
+    tab->rows_used++;
+    return (int)i;
 }
 
 int pt_take_thread(int *row)

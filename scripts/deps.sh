@@ -16,13 +16,13 @@ fi
 [ -n "$py" ] || py=$(apt-cache depends python3 2>/dev/null | sed -nE 's/^ *Depends: python(3\.[0-9]+)$/\1/p' | head -1)
 pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl strace libc++-dev libc++abi-dev "libpython${py:-3.11}-testsuite" "$@")
 optional=(postgresql)
-missing=() missing_optional=()
-for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-for p in "${optional[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing_optional+=("$p")
-done
+absent() {  # the packages of "$@" not installed
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(absent "${pkgs[@]}")
+mapfile -t missing_optional < <(absent "${optional[@]}")
 [ ${#missing[@]} -eq 0 ] && [ ${#missing_optional[@]} -eq 0 ] && exit 0
 echo "deps.sh: installing ${missing[*]} ${missing_optional[*]}" >&2
 SUDO=; [ "$(id -u)" -ne 0 ] && SUDO=sudo
