@@ -13,39 +13,48 @@ CXXFLAGS  ?= -O2 -g
 LIB_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude -Iallocator \
               -fvisibility=hidden -ftls-model=initial-exec -fno-plt -fno-semantic-interposition \
               -fno-tree-slp-vectorize
-TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -pthread -Iinclude -Iallocator -Itest
+TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -pthread -Iinclude -Iallocator -Itest -DBX_TESTING
 
-# cxx.c refers to the C++ operators' symbols, which only the shared library defines.
-ALLOC_SRCS := $(filter-out allocator/cxx.c,$(wildcard allocator/*.c))
-ALLOC_OBJS := $(ALLOC_SRCS:%.c=$(BUILD)/%.o)
-# The shared library's api.c also defines the standard names (BOBOX_OVERRIDE).
-SO_OBJS := $(filter-out $(BUILD)/allocator/api.o,$(ALLOC_OBJS)) $(BUILD)/allocator/api-override.o \
-           $(BUILD)/allocator/cxx.o
-ALLOC_HDRS := $(wildcard allocator/*.h) include/bobox.h
+# Every allocator source is built twice: for libbobox.so with BOBOX_OVERRIDE (the standard
+# names, the C++ operators: cxx.c and operators.c go only there), and for
+# libbobox.a with BX_TESTING (bobox_* names only, and the hooks the unit tests use).
+CXX_SRCS := allocator/cxx.c allocator/operators.c
+ALLOC_SRCS := $(filter-out $(CXX_SRCS),$(wildcard allocator/*.c))
+SO_OBJS := $(patsubst allocator/%.c,$(BUILD)/so/%.o,$(ALLOC_SRCS) $(CXX_SRCS))
+A_OBJS  := $(patsubst allocator/%.c,$(BUILD)/a/%.o,$(ALLOC_SRCS))
 
 LIBBOBOX_SO := $(BUILD)/libbobox.so
 LIBBOBOX_A  := $(BUILD)/libbobox.a
 
-.PHONY: all test deps install clean bench bench-full
+.PHONY: all test deps install clean bench bench-full format
 all: $(LIBBOBOX_SO) $(LIBBOBOX_A)
 
-$(BUILD)/allocator/%.o: allocator/%.c $(ALLOC_HDRS) Makefile
+# -MMD: each object is rebuilt when a header it includes changes, and only then.
+$(BUILD)/so/%.o: allocator/%.c Makefile
 	@mkdir -p $(dir $@)
-	@echo "  CC      $<"
-	@$(CC) $(LIB_CFLAGS) -c $< -o $@
-
-$(BUILD)/allocator/api-override.o: allocator/api.c $(ALLOC_HDRS) Makefile
+	@echo "  CC      $< (libbobox.so)"
+	@$(CC) $(LIB_CFLAGS) -MMD -MP -DBOBOX_OVERRIDE -c $< -o $@
+$(BUILD)/a/%.o: allocator/%.c Makefile
 	@mkdir -p $(dir $@)
-	@echo "  CC      $< (standard names)"
-	@$(CC) $(LIB_CFLAGS) -DBOBOX_OVERRIDE -c $< -o $@
+	@echo "  CC      $< (libbobox.a)"
+	@$(CC) $(LIB_CFLAGS) -MMD -MP -DBX_TESTING -c $< -o $@
+-include $(SO_OBJS:.o=.d) $(A_OBJS:.o=.d)
 
 $(LIBBOBOX_SO): $(SO_OBJS)
 	$(CC) -shared -pthread -Wl,-z,now -Wl,-soname,libbobox.so -o $@ $^
 
 # Only bobox_-prefixed entry points: links into a test without replacing its malloc.
-$(LIBBOBOX_A): $(ALLOC_OBJS)
+$(LIBBOBOX_A): $(A_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
+
+# The size-class tables are constants generated from their growth rules.
+allocator/sizeclass_tables.h: scripts/gen-sizeclass.py
+	python3 $< $@
+
+# Both trees follow .clang-format.
+format:
+	clang-format -i allocator/*.[ch] pinning/*.[ch] include/*.h
 
 # ---- tests -------------------------------------------------------------------------------
 # build/test/unit_*    Catch2, run as they are

@@ -8,7 +8,8 @@ static uint32_t max_chains_for(uint32_t size) {
 
 uint32_t bx_bin_ring_size(uint32_t size) { return bx_chainstack_ring_size(max_chains_for(size)); }
 
-void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size, bx_blockcache_t *cache) {
+void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size,
+                 bx_blockcache_t *cache) {
     bx_chainstack_init(&b->chains, ring, ring_size);
     b->cache = cache;
     b->size = size;
@@ -17,17 +18,12 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     b->index = index;
     b->allocs = b->frees = 0;
     b->keep = NULL;
+    b->keeper = NULL;
+    b->home = NULL;
     for (int i = 0; i < BX_BIN_LISTS; i++) {
         b->lists[i] = NULL;
         b->list_len[i] = 0;
     }
-}
-
-uint32_t bx_bin_bound(const bx_bin_t *b) {
-    /* Frees of other heaps' objects kept here can outnumber this bin's allocations. */
-    size_t bound = b->allocs > b->frees ? 2 * bx_bin_allocated(b) / b->per_block : 0;
-    if (bound < BX_MIN_CHAINS) return BX_MIN_CHAINS;
-    return bound > b->max_chains ? b->max_chains : (uint32_t)bound;
 }
 
 static void list_unlink(bx_bin_t *b, bx_block_t *blk) {
@@ -73,14 +69,26 @@ static void unref(bx_bin_t *b, bx_block_t *blk) {
     if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) place(b, blk);
 }
 
+/* Sends n kept objects home: they were never this bin's frees. */
+static void send_kept_home(bx_bin_t *b, uint32_t n) {
+    b->frees -= n;
+    bx_keep_send_home(b->keeper, b->keep, n);
+}
+
+void bx_bin_take_kept(bx_bin_t *b) { bx_bin_push_chain(b, b->keep, bx_keep_uncount(b->keeper, b->keep)); }
+
+void bx_bin_release_kept(bx_bin_t *b) {
+    if (bx_bin_has_uncounted_kept(b)) send_kept_home(b, bx_keep_uncount(b->keeper, b->keep));
+}
+
 /* Drops the oldest chain. Kept objects are interchangeable: whichever of them the chain
  * counted, that many stop being counted. */
 static void drop_oldest(bx_bin_t *b) {
     uint32_t count = bx_chainstack_record(&b->chains, 0)->count;
     bx_block_t *blk = bx_chainstack_drop_oldest(&b->chains);
-    if (BX_UNLIKELY(bx_block_is_keep(blk))) {
+    if (BX_UNLIKELY(bx_block_is_keep(blk))) { /* blk is b->keep */
         blk->chain_refs--;
-        bx_bin_keep_dropped(b, count); /* blk is b->keep */
+        if (!bx_keep_retain(b->keeper, blk, count)) send_kept_home(b, count);
         return;
     }
     unref(b, blk);
@@ -123,7 +131,8 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk) {
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
     bx_block_t *top = b->chains.top.block;
-    if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top)) unref(b, bx_chainstack_pop(&b->chains));
+    if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top))
+        unref(b, bx_chainstack_pop(&b->chains));
     bx_bin_push_chain(b, blk, 1);
     while (over_bound(b)) drop_oldest(b);
 }
@@ -141,7 +150,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
     if (!blk) {
         blk = bx_blockcache_alloc(b->cache, NULL);
         if (!blk) return NULL;
-        bx_block_init(blk, heap, b, b->index, b->size);
+        bx_block_init(blk, heap, b->home, b, b->index, b->size);
     }
     /* All its free objects become one chain on top. */
     bx_bin_push_chain(b, blk, bx_block_free_count(blk));

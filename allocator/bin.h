@@ -11,6 +11,7 @@
 #include "block.h"
 #include "blockcache.h"
 #include "chainstack.h"
+#include "keep.h"
 #include "sizeclass.h"
 
 /* A bin keeps the lists from BX_LIST_FULL on (the others are not a bin's lists). */
@@ -19,41 +20,52 @@ static inline unsigned bx_bin_list_slot(unsigned list) { return list - BX_LIST_F
 
 typedef struct bx_bin {
     bx_chainstack_t chains;
-    uint32_t size;        /* object size */
-    uint32_t per_block;   /* objects per block */
-    uint32_t max_chains;  /* upper end of the bound: 64 KB / size, at least 16 */
+    uint32_t size;       /* object size */
+    uint32_t per_block;  /* objects per block */
+    uint32_t max_chains; /* upper end of the bound: 64 KB / size, at least 16 */
     uint32_t index;
-    size_t allocs, frees; /* objects handed out and freed so far (counted, not derived: the
+    size_t allocs, frees;            /* objects handed out and freed so far (counted, not derived: the
                            * difference is what the bound needs, the first is a statistic) */
     bx_block_t *lists[BX_BIN_LISTS]; /* heads of the full / almost full / almost empty lists */
-    uint32_t list_len[BX_BIN_LISTS];  /* both indexed by bx_bin_list_slot */
-    bx_block_t *keep;     /* the heap's keep block of the size (heap.h); NULL outside a heap */
-    bx_blockcache_t *cache; /* its blocks come from and go back to it (read off the fast path) */
+    uint32_t list_len[BX_BIN_LISTS]; /* both indexed by bx_bin_list_slot */
+    bx_blockcache_t *cache;          /* its blocks come from and go back to it (read off the fast path) */
+    /* Set by the owning heap; NULL outside a heap (unit tests). */
+    bx_block_t *keep;                    /* the heap's keep block of the size (keep.h) */
+    bx_keeper_t *keeper;                 /* and what bounds it */
+    struct bx_remote *home;              /* where other threads send the bin's objects (its blocks record it) */
 } __attribute__((aligned(64))) bx_bin_t; /* whole cache lines: no two bins share one */
 
-/* A keep block (heap.h) stands in chains for objects of other heaps that this thread
- * freed: no real block in a chain lacks an owner. */
-static inline bool bx_block_is_keep(const bx_block_t *blk) { return blk->heap == BX_BLOCK_NO_OWNER; }
-/* Puts the kept objects that no chain counts on top as one chain (heap.c: the heap counts
- * what it keeps). */
+/* Puts the kept objects that no chain counts on top as one chain. */
 void bx_bin_take_kept(bx_bin_t *b);
-static inline bool bx_bin_has_uncounted_kept(const bx_bin_t *b) {
-    return b->keep && bx_block_free_count(b->keep) && !b->keep->chain_refs;
+static inline bool bx_bin_has_uncounted_kept(const bx_bin_t *b) { return b->keep && bx_keep_has_uncounted(b->keep); }
+/* Sends home the kept objects that no chain counts. */
+void bx_bin_release_kept(bx_bin_t *b);
+/* Keeps obj, a plain live object of another heap's block blk that this thread frees, for the
+ * bin's own mallocs; false if there is no room (the caller sends it home). */
+static inline bool bx_bin_keep_foreign(bx_bin_t *b, bx_block_t *blk, void *obj) {
+    bx_block_t *keep = b->keep;
+    /* Off the top chain it is counted by none (starting one per object would churn the
+     * stack): a malloc takes them all at once when the bin's chains run out. */
+    bool on_top = b->chains.top.block == keep;
+    if (BX_UNLIKELY(!on_top && !bx_keep_room(b->keeper))) return false;
+    bx_block_push_keyed(keep, obj, bx_block_key(blk));
+    b->frees++;
+    if (on_top)
+        b->chains.top.count++;
+    else
+        b->keeper->uncounted_bytes += blk->size;
+    return true;
 }
-/* The bound dropped a chain of `count` kept objects: they stay kept, no longer counted, while
- * the heap's bound on kept memory allows, else go home (heap.c). */
-void bx_bin_keep_dropped(bx_bin_t *b, uint32_t count);
 
 /* Objects of the bin handed out and not yet freed. */
 static inline size_t bx_bin_allocated(const bx_bin_t *b) { return b->allocs - b->frees; }
 
 #define BX_MIN_CHAINS 16
 
-void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size, bx_blockcache_t *cache);
+void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size,
+                 bx_blockcache_t *cache);
 /* Records the ring needs for a bin of objects of `size`. */
 uint32_t bx_bin_ring_size(uint32_t size);
-/* The bound on chains: 2 x allocated / objects per block, kept within [16, 64 KB / size]. */
-uint32_t bx_bin_bound(const bx_bin_t *b);
 
 /* Slow paths (bin.c). The bin's cache supplies and takes back the 64 KB blocks. */
 void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap);
@@ -93,13 +105,6 @@ static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
         return true;
     }
     return false;
-}
-
-/* Returns true when the free started a new chain (the semi-slow path). */
-static inline bool bx_bin_free(bx_bin_t *b, bx_block_t *blk, void *obj) {
-    if (BX_LIKELY(bx_bin_free_top(b, blk, obj))) return false;
-    bx_bin_new_chain(b, blk);
-    return true;
 }
 
 #endif

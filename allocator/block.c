@@ -5,12 +5,14 @@ bx_block_t bx_block_none = {.heap = BX_BLOCK_NO_OWNER};
 
 static uint32_t div_magic_for(uint32_t size) { return (uint32_t)((((uint64_t)1) << 32) / size + 1); }
 
-void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size) {
+void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_remote *home, struct bx_bin *owner_bin, unsigned bin,
+                   uint32_t size) {
     b->free = NULL;
     b->carved = b->slot_limit = 0;
     b->shared_slot_limit = 0;
     b->heap = heap;
     b->owner_bin = owner_bin;
+    b->home = home;
     b->prev = b->next = NULL;
     b->size = size;
     b->div_magic = div_magic_for(size);
@@ -44,7 +46,8 @@ bool bx_block_check(const bx_block_t *b) {
     for (const void *obj = b->free; obj; obj = bx_link_get(obj))
         if (++listed > b->capacity || !bx_block_check_free_object(b, obj)) return false;
     /* Objects on their way back from other threads still count as used. */
-    uint32_t never_used = (uint32_t)((size_t)(bx_block_first((bx_block_t *)b) + (size_t)b->capacity * b->size -
-                                              bx_block_bump(b)) / b->size);
+    uint32_t never_used =
+        (uint32_t)((size_t)(bx_block_first((bx_block_t *)b) + (size_t)b->capacity * b->size - bx_block_bump(b)) /
+                   b->size);
     return listed + never_used == bx_block_free_count(b);
 }

@@ -11,6 +11,7 @@
 
 struct bx_heap;
 struct bx_bin;
+struct bx_remote;
 
 /* Owner of a block that sits free in a cache: matches no thread's heap, so a stale
  * pointer into it leaves the fast path of free. */
@@ -32,27 +33,28 @@ enum bx_block_list {
  * core that frees into the block: in one line, `server` took 10% longer with two threads. */
 typedef struct bx_block {
     /* Written by the owner on every malloc and free of the block. */
-    void *free;                  /* free objects, linked through their first word (mangled) */
-    uint32_t carved;             /* bytes of slots from the first one that were handed out at
+    void *free;                   /* free objects, linked through their first word (mangled) */
+    uint32_t carved;              /* bytes of slots from the first one that were handed out at
                                   * least once: the rest were never used (a bump allocation);
                                   * the owner's alone (others test slot_limit) */
-    uint32_t slot_limit;         /* (slots carved) x bx_block_slot_step: bx_block_is_slot;
+    uint32_t slot_limit;          /* (slots carved) x bx_block_slot_step: bx_block_is_slot;
                                   * carving writes it with each fresh slot (on the other
                                   * line: batches +4-14%) */
-    uint16_t used;               /* objects handed out and not freed */
-    uint16_t chain_refs;         /* chain records naming this block */
-    uint8_t list;                /* enum bx_block_list */
-    struct bx_block *prev, *next;/* links of the list named by `list` */
+    uint16_t used;                /* objects handed out and not freed */
+    uint16_t chain_refs;          /* chain records naming this block */
+    uint8_t list;                 /* enum bx_block_list */
+    struct bx_block *prev, *next; /* links of the list named by `list` */
     /* Written when the block is formatted. */
     struct bx_heap *heap __attribute__((aligned(64))); /* owner; other threads' frees go to
                                   * its remote list */
-    struct bx_bin *owner_bin;    /* the owner's bin of this size: one load on local frees */
-    uintptr_t free_key;          /* marks this format's free objects (bx_block_key) */
-    uint32_t size;               /* object size */
-    uint32_t div_magic;          /* floor(2^32 / size) + 1: quotients and divisibility by size */
-    uint16_t capacity;           /* objects that fit */
+    struct bx_bin *owner_bin;                          /* the owner's bin of this size: one load on local frees */
+    struct bx_remote *home;                            /* the owner's receiving end of remote frees (remote.h) */
+    uintptr_t free_key;                                /* marks this format's free objects (bx_block_key) */
+    uint32_t size;                                     /* object size */
+    uint32_t div_magic;                                /* floor(2^32 / size) + 1: quotients and divisibility by size */
+    uint16_t capacity;                                 /* objects that fit */
     uint8_t bin;
-    uint32_t shared_slot_limit;  /* a past slot_limit, published when a chain of the block
+    uint32_t shared_slot_limit; /* a past slot_limit, published when a chain of the block
                                   * runs out: other threads test it first, so their frees
                                   * leave the owner's line alone */
 } bx_block_t;
@@ -68,7 +70,9 @@ static inline bx_block_t *bx_block_of(const void *p) {
 static inline char *bx_block_first(bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER; }
 /* Relaxed atomic: other threads' frees and checks read it (it only grows while the block
  * holds live objects); a plain move on x86. */
-static inline uint32_t bx_block_slot_limit(const bx_block_t *b) { return __atomic_load_n(&b->slot_limit, __ATOMIC_RELAXED); }
+static inline uint32_t bx_block_slot_limit(const bx_block_t *b) {
+    return __atomic_load_n(&b->slot_limit, __ATOMIC_RELAXED);
+}
 static inline uint32_t bx_block_shared_slot_limit(const bx_block_t *b) {
     return __atomic_load_n(&b->shared_slot_limit, __ATOMIC_RELAXED);
 }
@@ -83,7 +87,8 @@ static inline char *bx_block_bump(const bx_block_t *b) { return (char *)b + BX_B
 static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32_t)(b->capacity - b->used); }
 
 /* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
-void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_bin *owner_bin, unsigned bin, uint32_t size);
+void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_remote *home, struct bx_bin *owner_bin, unsigned bin,
+                   uint32_t size);
 
 /* Validation (bobox_check_heap, BOBOX_CHECK=1). The header's shape holds for any thread
  * while the block has live objects; the free list only for its owner. */
@@ -95,9 +100,7 @@ bool bx_block_check(const bx_block_t *b);
 
 /* p's offset from the first slot, within 64 KB: addresses in the header wrap around to
  * [64 KB - header, 64 KB), past every slot. */
-static inline uint32_t bx_block_offset(const void *p) {
-    return (uint16_t)((uintptr_t)p - BX_BLOCK_HEADER);
-}
+static inline uint32_t bx_block_offset(const void *p) { return (uint16_t)((uintptr_t)p - BX_BLOCK_HEADER); }
 
 /* The start of the object slot containing p, or NULL if p is outside every slot. */
 static inline char *bx_block_object(bx_block_t *b, const void *p) {

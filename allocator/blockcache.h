@@ -21,16 +21,16 @@
 
 typedef struct bx_blockcache {
     bx_blockalloc_t alloc;
-    void *head;              /* cached blocks, linked through their first word */
-    uint32_t count;          /* blocks cached */
-    uint32_t represented;    /* distinct superblocks among them */
-    uint32_t bound;          /* most superblocks represented */
-    uint32_t max_blocks;     /* most blocks cached */
-    bool active;             /* a block was taken since the last decay tick */
+    void *head;           /* cached blocks, linked through their first word */
+    uint32_t count;       /* blocks cached */
+    uint32_t represented; /* distinct superblocks among them */
+    uint32_t bound;       /* most superblocks represented */
+    uint32_t max_blocks;  /* most blocks cached */
+    bool active;          /* a block was taken since the last decay tick */
 } bx_blockcache_t;
 
-void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size,
-                        uint32_t bound, uint32_t max_blocks, int node);
+void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size, uint32_t bound,
+                        uint32_t max_blocks, int node);
 /* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. */
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out);
 /* True when the next block would be memory never handed out (untouched pages). */

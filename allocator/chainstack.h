@@ -27,8 +27,8 @@ typedef struct bx_chainstack {
     bx_chain_t top;   /* the newest record */
     bx_chain_t *ring; /* mask + 1 slots for the records below the top */
     uint32_t mask;
-    uint32_t oldest;  /* ring index of the oldest record (when there are two or more) */
-    uint32_t len;     /* records held, the top included */
+    uint32_t oldest; /* ring index of the oldest record (when there are two or more) */
+    uint32_t len;    /* records held, the top included */
 } bx_chainstack_t;
 
 static inline bool bx_chainstack_empty(const bx_chainstack_t *cs) { return cs->len == 0; }

@@ -1,7 +1,7 @@
 /* checked.c - canaries and header validation for BOBOX_CHECK=1. */
 #include "checked.h"
 
-#include "heap.h"
+#include "thread.h"
 
 static unsigned char canary_byte(void) { return (unsigned char)(bx_free_key >> 8) | 1; }
 
@@ -19,7 +19,7 @@ static void check_headers(const void *p, const char *op) {
     switch (bx_tag_of(entry)) {
     case BX_TAG_SMALL: {
         const bx_block_t *b = bx_block_of(p);
-        if (b->heap == BX_BLOCK_NO_OWNER) break; /* a cached block: the lookup rejects p */
+        if (bx_block_unowned(b)) break; /* no formatted block: the classifier rejects p */
         if (!bx_sb_check_header(bx_span_of(entry)) || !bx_block_check_header(b))
             bx_fatalf("%s: corrupted block header %p (object %p)", op, (const void *)b, p);
         break;
@@ -52,7 +52,7 @@ static void check_next_free(const bx_lookup_t *r, const void *p, const char *op)
 
 void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out) {
     check_headers(p, op);
-    bx_lookup(p, out);
+    bx_classify(p, out);
 }
 
 void *bx_checked_arm(void *p, size_t size) {

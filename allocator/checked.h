@@ -10,7 +10,7 @@
 #ifndef BX_CHECKED_H
 #define BX_CHECKED_H
 
-#include "lookup.h"
+#include "classify.h"
 
 #define BX_CHECK_ROOM 16
 

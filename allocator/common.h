@@ -6,14 +6,14 @@
 #include <stdint.h>
 #include <stdbool.h>
 
-#define BX_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define BX_LIKELY(x) __builtin_expect(!!(x), 1)
 #define BX_UNLIKELY(x) __builtin_expect(!!(x), 0)
-#define BX_NOINLINE    __attribute__((noinline))
-#define BX_API         __attribute__((visibility("default")))
+#define BX_NOINLINE __attribute__((noinline))
+#define BX_API __attribute__((visibility("default")))
 /* malloc and free start on a cache line: the same code 0x30 bytes further on ran a tight
  * free loop 10-15% slower, so where the linker happened to put them moved benchmarks. */
-#define BX_HOT         __attribute__((aligned(64)))
-#define BX_TLS         __thread __attribute__((tls_model("initial-exec")))
+#define BX_HOT __attribute__((aligned(64)))
+#define BX_TLS __thread __attribute__((tls_model("initial-exec")))
 #ifdef __cplusplus
 #define BX_STATIC_ASSERT static_assert
 #else

@@ -1,5 +1,6 @@
-/* cxx.c - libbobox.so's C++ operators beside the program's and the C++ runtime's (cxx.h).
- * Only in the shared library: it refers to the operators' symbols. */
+/* cxx.c - libbobox.so's C++ operators beside the program's and the C++ runtime's (cxx.h):
+ * which definition each form reaches. Only in the shared library: it refers to the
+ * operators' symbols, as the program's symbol lookup resolved them. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -32,16 +33,16 @@ static void *runtime_form(enum bx_cxx_form form) {
 
 /* A derived form in a program with operators of its own: the runtime's, which calls the
  * program's; ours where there is no runtime to ask. */
-#define BX_CXX_FORWARD_(name, ret, ret_kw, params, args)                                         \
-    static ret forward_##name params {                                                          \
-        void *f = runtime_form(BX_CXX_##name);                                                  \
-        ret_kw((ret(*) params)(f ? f : own_targets[BX_CXX_##name])) args;                       \
+#define BX_CXX_FORWARD_(name, ret, ret_kw, params, args) \
+    static ret forward_##name params { \
+        void *f = runtime_form(BX_CXX_##name); \
+        ret_kw((ret(*) params)(f ? f : own_targets[BX_CXX_##name])) args; \
     }
 #define BX_CXX_FORWARD(name, sig) BX_CXX_WITH_SIG(BX_CXX_FORWARD_, name, sig)
 BX_CXX_DERIVED_FORMS(BX_CXX_FORWARD)
 #undef BX_CXX_FORWARD
 
-void bx_cxx_init(void *const own[BX_CXX_FORMS], void *const own_target[BX_CXX_DERIVED]) {
+void bx_cxx_choose(void *const own[BX_CXX_FORMS], void *const own_target[BX_CXX_DERIVED]) {
 #define BX_CXX_FOUND(name, sig) [BX_CXX_##name] = (void *)name,
     void *const found[BX_CXX_FORMS] = {BX_CXX_DERIVED_FORMS(BX_CXX_FOUND) BX_CXX_BASE_FORMS(BX_CXX_FOUND)};
 #undef BX_CXX_FOUND

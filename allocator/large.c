@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <stdatomic.h>
-#include <sys/mman.h>
 
 #include "lock.h"
 #include "node.h"
@@ -140,8 +139,8 @@ static bx_large_t *evict_at_least(size_t bytes) {
 static bx_large_t *collect(bool all) {
     uint64_t now = bx_now_ms();
     bx_large_t *out = NULL;
-    while (oldest && (all || cache_bytes > bx_options.cache_bytes ||
-                      now - oldest->cached_since_ms >= bx_options.decay_ms)) {
+    while (oldest &&
+           (all || cache_bytes > bx_options.cache_bytes || now - oldest->cached_since_ms >= bx_options.decay_ms)) {
         bx_large_t *l = oldest;
         cache_remove(l);
         l->anext = out;
@@ -191,8 +190,15 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
     /* Unregister first: once mremap moves the mapping, another thread's mmap may get the
      * old range and register its own object in the same pagemap chunk. */
     unpublish(l);
-    /* Moving keeps page alignment only; aligned objects grow in place or not at all. */
-    char *base = bx_os_remap(old_base, old_size, need, offset == page());
+    char *base = bx_os_resize(old_base, old_size, need) ? old_base : NULL;
+    /* Moving keeps page alignment only; aligned objects grow in place or not at all. The
+     * destination is a mapping of our own, its pagemap leaf made first, so that the move
+     * replaces nobody's memory and the registration after it cannot fail. */
+    if (!base && offset == page() && (base = bx_os_map(need)) != NULL &&
+        (!bx_pagemap_set_one(base + offset, 0) || !bx_os_move(old_base, old_size, base, need))) {
+        bx_os_unmap(base, need);
+        base = NULL;
+    }
     if (!base) {
         publish(l); /* unchanged, and its chunk's leaf exists */
         return NULL;
@@ -203,18 +209,7 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
     l->user = base + offset;
     l->usable = need - offset;
     atomic_fetch_add_explicit(&live_bytes, need - old_size, memory_order_relaxed); /* wraps back on shrink */
-    if (!publish(l)) {
-        /* No pagemap leaf for the new place: move back where we were registered. */
-        void *back = base == old_base ? base : mremap(base, need, old_size, MREMAP_MAYMOVE | MREMAP_FIXED, old_base);
-        if (back != old_base) bx_fatal("mremap could not restore a large object", l->user);
-        l = (bx_large_t *)old_base;
-        l->base = old_base;
-        l->map_size = old_size;
-        l->user = old_base + offset;
-        l->usable = old_size - offset;
-        publish(l);
-        return NULL;
-    }
+    publish(l);
     return l->user;
 }
 

@@ -10,10 +10,10 @@
 #include "common.h"
 
 typedef struct bx_large {
-    char *base;        /* start of the mapping (this header) */
-    size_t map_size;   /* bytes mapped */
-    char *user;        /* the object */
-    size_t usable;     /* bytes from user to the end of the mapping */
+    char *base;                     /* start of the mapping (this header) */
+    size_t map_size;                /* bytes mapped */
+    char *user;                     /* the object */
+    size_t usable;                  /* bytes from user to the end of the mapping */
     struct bx_large *bnext, *bprev; /* the cache's list of its size */
     struct bx_large *anext, *aprev; /* the cache's list by age */
     uint64_t cached_since_ms;

@@ -7,8 +7,11 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-typedef struct { atomic_int held; } bx_lock_t;
-#define BX_LOCK_INIT { 0 }
+typedef struct {
+    atomic_int held;
+} bx_lock_t;
+#define BX_LOCK_INIT \
+    { 0 }
 
 static inline void bx_cpu_pause(void) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -14,7 +14,7 @@
 typedef struct bx_node {
     bx_lock_t lock;
     bx_superblock_t *cache; /* newest first */
-    atomic_size_t cached; /* written under the lock; read without it by stats and purge */
+    atomic_size_t cached;   /* written under the lock; read without it by stats and purge */
     atomic_size_t in_use;
 } __attribute__((aligned(64))) bx_node_t;
 
@@ -63,11 +63,6 @@ void bx_node_init(void) {
         path[len] = 0;
         if (bx_os_read_file(path, buf, sizeof buf)) for_each_in_list(buf, set_cpu, (void *)(intptr_t)node);
     }
-}
-
-void bx_node_set_map(const int *map, int cpus, int count) {
-    for (int cpu = 0; cpu < BX_MAX_CPUS; cpu++) cpu_node[cpu] = (int16_t)(cpu < cpus ? map[cpu] : 0);
-    node_count = count < 1 ? 1 : count > BX_MAX_NODES ? BX_MAX_NODES : count;
 }
 
 int bx_node_count(void) { return node_count; }
@@ -196,3 +191,10 @@ void bx_node_unlock_all(void) {
 void bx_node_reset_locks(void) {
     for (int i = 0; i < BX_MAX_NODES; i++) bx_lock_reset(&nodes[i].lock);
 }
+
+#ifdef BX_TESTING
+void bx_node_set_map(const int *map, int cpus, int count) {
+    for (int cpu = 0; cpu < BX_MAX_CPUS; cpu++) cpu_node[cpu] = (int16_t)(cpu < cpus ? map[cpu] : 0);
+    node_count = count < 1 ? 1 : count > BX_MAX_NODES ? BX_MAX_NODES : count;
+}
+#endif

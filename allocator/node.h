@@ -14,8 +14,10 @@
 
 /* Reads the CPU-to-node map from /sys (no malloc). */
 void bx_node_init(void);
+#ifdef BX_TESTING
 /* Replaces the CPU-to-node map (tests simulate machines with several nodes). */
 void bx_node_set_map(const int *cpu_to_node, int cpus, int nodes);
+#endif
 int bx_node_count(void);
 int bx_node_of_cpu(int cpu);
 /* Node of the CPU the calling thread runs on now. */

@@ -1,6 +1,7 @@
 /* options.c - BOBOX_* environment settings. A bad value is reported once, the default kept. */
 #include "options.h"
 
+#include "cgroup.h"
 #include "os.h"
 
 #include <stdlib.h>
@@ -23,7 +24,7 @@ bx_options_t bx_options = {
  * than a quarter of it. */
 static uint64_t default_cache_mb(void) {
     struct sysinfo info;
-    uint64_t usable_mb = bx_os_memory_limit("") / BX_MB;
+    uint64_t usable_mb = bx_cgroup_memory_limit("") / BX_MB;
     if (sysinfo(&info) == 0) {
         uint64_t ram_mb = (uint64_t)info.totalram * info.mem_unit / BX_MB;
         if (ram_mb < usable_mb) usable_mb = ram_mb;

@@ -5,13 +5,13 @@
 #include "common.h"
 
 typedef struct bx_options_s {
-    bool stats;          /* BOBOX_STATS=1: report at exit */
-    bool verbose;        /* BOBOX_VERBOSE=1: report the settings in force */
-    bool check;          /* BOBOX_CHECK=1: canaries and header validation on every call */
-    size_t cache_bytes;  /* BOBOX_CACHE_MB: most free memory each node's superblock cache, and
+    bool stats;         /* BOBOX_STATS=1: report at exit */
+    bool verbose;       /* BOBOX_VERBOSE=1: report the settings in force */
+    bool check;         /* BOBOX_CHECK=1: canaries and header validation on every call */
+    size_t cache_bytes; /* BOBOX_CACHE_MB: most free memory each node's superblock cache, and
                           * the cache of freed large objects, may keep */
-    uint64_t decay_ms;   /* BOBOX_DECAY_MS: how long free memory may stay cached */
-    int thp;             /* BOBOX_THP: enum bx_thp */
+    uint64_t decay_ms;  /* BOBOX_DECAY_MS: how long free memory may stay cached */
+    int thp;            /* BOBOX_THP: enum bx_thp */
 } bx_options_t;
 
 /* Transparent huge pages for the memory objects live in. */

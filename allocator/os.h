@@ -25,8 +25,13 @@ void bx_os_unmap(void *p, size_t size);
 void *bx_os_reserve_zeros(size_t size);
 /* Makes the pages holding [p, p+size) of such a reservation writable. */
 bool bx_os_make_writable(void *p, size_t size);
-/* Grows or moves a mapping (mremap); NULL if it cannot. */
-void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);
+/* Grows or shrinks a mapping in place; false if it cannot. */
+bool bx_os_resize(void *p, size_t old_size, size_t new_size);
+/* Moves the mapping [p, p + old_size) onto `dest`, a mapping of new_size bytes the caller
+ * made (bx_os_map), which it replaces; grown or shrunk to new_size. False if it cannot (both
+ * stay as they were). Never touches memory the caller does not own, unlike a move to an
+ * address that might be free when asked and another thread's by the time of the call. */
+bool bx_os_move(void *p, size_t old_size, void *dest, size_t new_size);
 /* Transparent huge pages for a range: the system's setting, ruled out, or asked for. */
 enum bx_os_huge { BX_OS_HUGE_LEAVE, BX_OS_HUGE_NO, BX_OS_HUGE_YES };
 /* Gives the range that advice (MADV_NOHUGEPAGE, MADV_HUGEPAGE; none for LEAVE); false if
@@ -34,8 +39,10 @@ enum bx_os_huge { BX_OS_HUGE_LEAVE, BX_OS_HUGE_NO, BX_OS_HUGE_YES };
 bool bx_os_advise_huge(void *p, size_t size, int advice);
 /* Prefers NUMA node `node` for the range's pages; false if the kernel refused. */
 bool bx_os_bind(void *p, size_t size, int node);
+#ifdef BX_TESTING
 /* The node policy the kernel holds for the page at p: node, or -1 if none. */
 int bx_os_policy_node(const void *p, int *mode_out);
+#endif
 /* NUMA node of the CPU this thread runs on now (getcpu). */
 int bx_os_current_cpu(void);
 
@@ -43,10 +50,6 @@ size_t bx_os_page_size(void);
 
 /* Reads a small /proc or /sys file into buf, NUL-terminated; false if absent or empty. */
 bool bx_os_read_file(const char *path, char *buf, size_t size);
-/* The lowest memory limit of the process's cgroups (v2 memory.max, v1
- * memory.limit_in_bytes) and their parents, with /proc and /sys under `root` ("" for the
- * real ones; a fixture in tests); UINT64_MAX when none is set or readable. */
-uint64_t bx_os_memory_limit(const char *root);
 
 /* Process-wide counters (bytes). */
 size_t bx_os_mapped_bytes(void);

@@ -19,8 +19,7 @@ static bool small_regions_ready(void) {
         atomic_store_explicit(&state, bx_small_regions ? 2 : 3, memory_order_release);
         return bx_small_regions != NULL;
     }
-    while ((seen = atomic_load_explicit(&state, memory_order_acquire)) == 1) {
-    }
+    while ((seen = atomic_load_explicit(&state, memory_order_acquire)) == 1) {}
     return seen == 2;
 }
 
@@ -61,7 +60,8 @@ bool bx_pagemap_set(const void *start, size_t size, uintptr_t entry) {
     for (; a < end; a += BX_BLOCK_SIZE) {
         bx_pm_entry_t *leaf = leaf_for(a);
         if (!leaf) return false;
-        atomic_store_explicit(&leaf[(a >> BX_BLOCK_SHIFT) & ((1u << BX_PM_LEAF_BITS) - 1)], entry, memory_order_release);
+        atomic_store_explicit(&leaf[(a >> BX_BLOCK_SHIFT) & ((1u << BX_PM_LEAF_BITS) - 1)], entry,
+                              memory_order_release);
     }
     small_regions_set((uintptr_t)start, bx_align_up(size, BX_BLOCK_SIZE), bx_is_small_entry(entry));
     return true;
@@ -71,5 +71,7 @@ bool bx_pagemap_set_one(const void *p, uintptr_t entry) {
     return bx_pagemap_set((const void *)bx_align_down_ptr((uintptr_t)p, BX_BLOCK_SIZE), 1, entry);
 }
 
+#ifdef BX_TESTING
 uintptr_t bx_pagemap_lookup(const void *p) { return bx_pagemap_get(p); }
 bool bx_pagemap_small_region(const void *p) { return bx_in_small_region(p); }
+#endif

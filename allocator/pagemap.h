@@ -19,9 +19,11 @@ BX_STATIC_ASSERT(BX_BLOCK_SHIFT + BX_PM_LEAF_BITS == 32, "a leaf is indexed by t
 #define BX_REGION_SIZE ((size_t)1 << BX_REGION_SHIFT)
 BX_STATIC_ASSERT(BX_SUPERBLOCK_SIZE % BX_REGION_SIZE == 0, "superblocks are whole regions");
 
+#ifdef BX_TESTING
 /* The lookups for code that cannot use C11 atomics (C++ tests). */
 uintptr_t bx_pagemap_lookup(const void *p);
 bool bx_pagemap_small_region(const void *p); /* bx_in_small_region */
+#endif
 
 #ifndef __cplusplus
 typedef _Atomic(uintptr_t) bx_pm_entry_t;

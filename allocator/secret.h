@@ -24,11 +24,7 @@ void bx_secrets_init(void);
 uintptr_t bx_format_key(const void *base, uint32_t size);
 
 /* One xor each way: x86 folds the secret's load into it. */
-static inline void bx_link_set(void *at, const void *next) {
-    *(uintptr_t *)at = (uintptr_t)next ^ bx_link_secret;
-}
-static inline void *bx_link_get(const void *at) {
-    return (void *)(*(const uintptr_t *)at ^ bx_link_secret);
-}
+static inline void bx_link_set(void *at, const void *next) { *(uintptr_t *)at = (uintptr_t)next ^ bx_link_secret; }
+static inline void *bx_link_get(const void *at) { return (void *)(*(const uintptr_t *)at ^ bx_link_secret); }
 
 #endif

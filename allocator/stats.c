@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <string.h>
 
-#include "heap.h"
+#include "thread.h"
 #include "large.h"
 #include "node.h"
 #include "options.h"
@@ -15,7 +15,7 @@ static void add_heap(bx_heap_t *h, void *arg) {
     s->medium_allocs += h->counters.medium;
     s->large_allocs += h->counters.large;
     s->remote_frees += h->counters.remote_frees;
-    for (unsigned i = 0; i < bx_small_bins; i++) {
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         s->small_allocs += h->small[i].allocs;
         s->allocated_bytes += bx_bin_allocated(&h->small[i]) * h->small[i].size;
     }
@@ -28,7 +28,7 @@ static void add_heap(bx_heap_t *h, void *arg) {
 
 void bx_stats_collect(struct bobox_stats *s) {
     memset(s, 0, sizeof *s);
-    bx_heap_for_each(add_heap, s);
+    bx_thread_for_each_heap(add_heap, s);
     s->large_objects = bx_large_live_objects();
     s->large_bytes = bx_large_live_bytes();
     s->allocated_bytes += s->large_bytes;
@@ -44,15 +44,14 @@ BX_API void bobox_print_stats(int fd) {
     struct bobox_stats s;
     bx_stats_collect(&s);
     bx_message_fd(fd, "bobox: allocations: small %zu, medium %zu, large %zu; remote frees %zu\n", s.small_allocs,
-               s.medium_allocs, s.large_allocs, s.remote_frees);
+                  s.medium_allocs, s.large_allocs, s.remote_frees);
     bx_message_fd(fd, "bobox: memory: in use %zu KB, mapped %zu KB (peak %zu KB), given back to the OS %zu KB\n",
-               s.allocated_bytes / 1024, s.mapped_bytes / 1024, s.peak_mapped_bytes / 1024,
-               s.released_bytes / 1024);
+                  s.allocated_bytes / 1024, s.mapped_bytes / 1024, s.peak_mapped_bytes / 1024, s.released_bytes / 1024);
     for (int node = 0; node < bx_node_count(); node++)
-        bx_message_fd(fd, "bobox: node %d: superblocks in use %zu, cached %zu\n", node, bx_node_superblocks_in_use_on(node),
-                   bx_node_superblocks_cached_on(node));
+        bx_message_fd(fd, "bobox: node %d: superblocks in use %zu, cached %zu\n", node,
+                      bx_node_superblocks_in_use_on(node), bx_node_superblocks_cached_on(node));
     bx_message_fd(fd, "bobox: large objects %zu (%zu KB), large cache %zu KB; heaps live %zu, abandoned %zu\n",
-               s.large_objects, s.large_bytes / 1024, s.large_cached_bytes / 1024, s.heaps_live, s.heaps_abandoned);
+                  s.large_objects, s.large_bytes / 1024, s.large_cached_bytes / 1024, s.heaps_live, s.heaps_abandoned);
 }
 
 /* Programs may close stderr before exiting (coreutils' close_stdout does), so the exit

@@ -76,13 +76,28 @@ void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag
 }
 
 /* Small-object blocks keep 64 KB alignment, so the header takes the first one. */
-static size_t header_bytes(unsigned tag) { return tag == BX_TAG_SMALL ? BX_BLOCK_SIZE : bx_align_up(sizeof(bx_superblock_t), 4096); }
+static size_t header_bytes(unsigned tag) {
+    return tag == BX_TAG_SMALL ? BX_BLOCK_SIZE : bx_align_up(sizeof(bx_superblock_t), 4096);
+}
 
 /* Exact for offsets below 16 MB: the rounding error stays under 1/block_size. */
 static uint64_t div_magic_for(uint32_t block_size) { return (((uint64_t)1) << 48) / block_size + 1; }
 
+/* Before a superblock is formatted for small blocks, the chunks that a past format handed
+ * out are marked as no block (a fresh superblock reads zero), so that old contents are never
+ * taken for a block header. */
+static void mark_unformatted(bx_superblock_t *sb, unsigned tag) {
+    char *end = sb->touched_end > sb->bump ? sb->touched_end : sb->bump; /* zero when fresh */
+    sb->touched_end = end;
+    if (tag != BX_TAG_SMALL) return;
+    for (char *chunk = (char *)sb + BX_BLOCK_SIZE; chunk < end; chunk += BX_BLOCK_SIZE)
+        ((bx_block_t *)chunk)->heap = BX_BLOCK_NO_OWNER;
+}
+
 static void format(bx_blockalloc_t *ba, bx_superblock_t *sb) {
     size_t header = header_bytes(ba->tag);
+    mark_unformatted(sb, ba->tag);
+    sb->no_block_owner = BX_BLOCK_NO_OWNER;
     sb->owner = ba;
     sb->heap = ba->owner;
     sb->first = (char *)sb + header;
@@ -140,17 +155,12 @@ void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block) {
     }
 }
 
-void bx_blockalloc_destroy(bx_blockalloc_t *ba) {
-    if (ba->heap) bx_os_unmap(ba->heap, ba->cap * sizeof *ba->heap);
-    ba->heap = NULL;
-    ba->count = ba->cap = 0;
-}
-
 bool bx_sb_check_header(const bx_superblock_t *sb) {
     if (sb->tag != BX_TAG_SMALL && sb->tag != BX_TAG_MEDIUM) return false;
     uint32_t size = sb->block_size;
     size_t header = header_bytes(sb->tag);
-    if (sb->tag == BX_TAG_SMALL ? size != BX_BLOCK_SIZE : size <= BX_SMALL_MAX || size > BX_MEDIUM_MAX || size % BX_MEDIUM_GRAIN)
+    if (sb->tag == BX_TAG_SMALL ? size != BX_BLOCK_SIZE
+                                : size <= BX_SMALL_MAX || size > BX_MEDIUM_MAX || size % BX_MEDIUM_GRAIN)
         return false;
     if (sb->first != (const char *)sb + header || sb->div_magic != div_magic_for(size)) return false;
     if (sb->capacity != (BX_SUPERBLOCK_SIZE - header) / size || sb->used > sb->capacity) return false;
@@ -165,7 +175,8 @@ bool bx_sb_check(const bx_superblock_t *sb) {
         if (++listed > sb->capacity || block < sb->first || block >= sb->bump ||
             (size_t)(block - sb->first) % sb->block_size)
             return false;
-    uint32_t never_used = (uint32_t)((size_t)(sb->first + (size_t)sb->capacity * sb->block_size - sb->bump) / sb->block_size);
+    uint32_t never_used =
+        (uint32_t)((size_t)(sb->first + (size_t)sb->capacity * sb->block_size - sb->bump) / sb->block_size);
     return listed + never_used == free_blocks(sb);
 }
 
@@ -178,3 +189,11 @@ bool bx_blockalloc_check(const bx_blockalloc_t *ba) {
     }
     return true;
 }
+
+#ifdef BX_TESTING
+void bx_blockalloc_destroy(bx_blockalloc_t *ba) {
+    if (ba->heap) bx_os_unmap(ba->heap, ba->cap * sizeof *ba->heap);
+    ba->heap = NULL;
+    ba->count = ba->cap = 0;
+}
+#endif

@@ -7,7 +7,9 @@
 #ifndef BX_SUPERBLOCK_H
 #define BX_SUPERBLOCK_H
 
-#include "secret.h"
+#include <stddef.h>
+
+#include "block.h"
 
 struct bx_heap;
 struct bx_blockalloc;
@@ -16,6 +18,10 @@ struct bx_blockalloc;
 #define BX_SB_MAX_BLOCKS (BX_SUPERBLOCK_SIZE / (BX_SMALL_MAX + 1) + 1)
 #define BX_SB_NOT_IN_HEAP UINT32_MAX
 
+/* A small superblock's first 64 KB chunk is its header, and a pointer into it masks to a
+ * block header like any other (block.h): the word where a block keeps its owner reads
+ * BX_BLOCK_NO_OWNER here, so free takes it for no block at all (classify.h). Blocks never
+ * formatted read zero or, in a superblock recycled from another format, that mark. */
 typedef struct bx_superblock {
     struct bx_blockalloc *owner; /* block allocator cutting it, NULL while at the node */
     struct bx_heap *heap;        /* thread heap of that allocator */
@@ -24,17 +30,22 @@ typedef struct bx_superblock {
     char *bump;                  /* first block never handed out */
     uint64_t div_magic;          /* (offset * div_magic) >> 48 == offset / block_size */
     uint32_t block_size, capacity;
-    uintptr_t free_key;          /* marks this format's aligned and in-transit objects: on
+    uintptr_t free_key;         /* marks this format's aligned and in-transit objects: on
                                   * the first line, which a medium free reads anyway */
+    const void *no_block_owner; /* BX_BLOCK_NO_OWNER, where bx_block_t keeps its owner */
+    char *touched_end;          /* the end of what any format of it handed out (kept across
+                                  * formats: the node recycles superblocks) */
     uint32_t used;
-    uint32_t heap_pos;           /* index in owner's min-heap, or BX_SB_NOT_IN_HEAP */
-    uint32_t cached;             /* blocks of it waiting in the owner's block cache */
-    int node;                    /* NUMA node its memory is bound to */
-    unsigned tag;                /* BX_TAG_SMALL or BX_TAG_MEDIUM while owned */
-    struct bx_superblock *next;  /* link in the node's cache */
-    uint64_t cached_since_ms;    /* when it entered the node's cache */
+    uint32_t heap_pos;              /* index in owner's min-heap, or BX_SB_NOT_IN_HEAP */
+    uint32_t cached;                /* blocks of it waiting in the owner's block cache */
+    int node;                       /* NUMA node its memory is bound to */
+    unsigned tag;                   /* BX_TAG_SMALL or BX_TAG_MEDIUM while owned */
+    struct bx_superblock *next;     /* link in the node's cache */
+    uint64_t cached_since_ms;       /* when it entered the node's cache */
     uint8_t live[BX_SB_MAX_BLOCKS]; /* medium objects currently handed out, a byte each */
 } bx_superblock_t;
+BX_STATIC_ASSERT(offsetof(bx_superblock_t, no_block_owner) == offsetof(bx_block_t, heap),
+                 "the mark is the block's owner");
 
 typedef struct bx_blockalloc {
     bx_superblock_t **heap; /* min-heap by free blocks */
@@ -51,8 +62,10 @@ void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag
  * to its superblock. */
 void *bx_blockalloc_alloc(bx_blockalloc_t *ba, bx_superblock_t **sb_out);
 void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block);
+#ifdef BX_TESTING
 /* Gives the heap array back; the allocator must hold no superblock. */
 void bx_blockalloc_destroy(bx_blockalloc_t *ba);
+#endif
 
 /* The index of the block holding p within its superblock. */
 static inline uint32_t bx_sb_index(const bx_superblock_t *sb, const void *p) {
@@ -76,7 +89,9 @@ static inline char *bx_sb_object(const bx_superblock_t *sb, const void *p, uint3
 static inline bool bx_sb_live(const bx_superblock_t *sb, uint32_t i) {
     return __atomic_load_n(&sb->live[i], __ATOMIC_RELAXED);
 }
-static inline void bx_sb_set_live(bx_superblock_t *sb, uint32_t i) { __atomic_store_n(&sb->live[i], 1, __ATOMIC_RELAXED); }
+static inline void bx_sb_set_live(bx_superblock_t *sb, uint32_t i) {
+    __atomic_store_n(&sb->live[i], 1, __ATOMIC_RELAXED);
+}
 /* Clears the flag; false if it was already clear (a double free). */
 static inline bool bx_sb_take_live(bx_superblock_t *sb, uint32_t i, bool owner) {
     if (!owner) return __atomic_exchange_n(&sb->live[i], 0, __ATOMIC_RELAXED);

@@ -1054,3 +1054,49 @@ TEST_CASE("another thread frees objects cut from a block since its chain last ra
     REQUIRE(missing == 0);
     REQUIRE(damaged == 0);
 }
+
+TEST_CASE("malloc_trim reaches the caches of a live thread that went idle, at its next malloc", "[api][threads][trim]") {
+    if (foreign_allowed() || checked_mode()) return; // counts bobox's own mapped bytes
+    get_stats_fn stats = get_stats_ptr();
+    REQUIRE(stats != nullptr);
+    auto mapped = [&] {
+        bobox_stats s;
+        stats(&s);
+        return s.mapped_bytes;
+    };
+    std::mutex m;
+    std::condition_variable cv;
+    int phase = 0; // 1: the worker freed everything and waits; 2: main trimmed; 3: worker called malloc
+    std::thread worker([&] {
+        // 24 MB of 1 KB objects, all freed: their emptied blocks wait in this thread's block
+        // cache, which only this thread touches.
+        std::vector<void *> objs(24 * 1024);
+        for (void *&p : objs) {
+            p = a_malloc(1024);
+            memset(p, 1, 1024);
+        }
+        for (void *p : objs) a_free(p);
+        std::unique_lock<std::mutex> lock(m);
+        phase = 1;
+        cv.notify_all();
+        cv.wait(lock, [&] { return phase == 2; });
+        a_free(a_malloc(64)); // its next call: the fast path would do, but a release was asked
+        phase = 3;
+        cv.notify_all();
+        cv.wait(lock, [&] { return phase == 4; });
+    });
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return phase == 1; });
+    a_malloc_trim(0);
+    size_t after_trim = mapped();
+    phase = 2;
+    cv.notify_all();
+    cv.wait(lock, [&] { return phase == 3; });
+    size_t after_call = mapped();
+    phase = 4;
+    cv.notify_all();
+    lock.unlock();
+    worker.join();
+    INFO("mapped after malloc_trim " << after_trim / 1024 << " KB, after the idle thread's malloc " << after_call / 1024 << " KB");
+    REQUIRE(after_call + 16 * 1024 * 1024 <= after_trim);
+}

@@ -9,6 +9,18 @@
 #include "internals.h"
 
 namespace {
+// A local free as the heap makes it: lengthen the top chain, or start a new one.
+void bin_free(bx_bin_t *b, bx_block_t *blk, void *p) {
+    if (!bx_bin_free_top(b, blk, p)) bx_bin_new_chain(b, blk);
+}
+
+// The thesis's bound on chains (DESIGN §3), stated independently of bin.c's test of it:
+// 2 x allocated / objects per block, within [16, 64 KB / size].
+uint32_t bin_bound(const bx_bin_t *b) {
+    size_t bound = b->allocs > b->frees ? 2 * bx_bin_allocated(b) / b->per_block : 0;
+    return uint32_t(std::clamp<size_t>(bound, BX_MIN_CHAINS, b->max_chains));
+}
+
 struct BinFixture {
     unsigned index;
     uint32_t size;
@@ -16,7 +28,6 @@ struct BinFixture {
     bx_bin_t bin;
     bx_blockcache_t cache;
     explicit BinFixture(unsigned bin_index) : index(bin_index) {
-        bx_sizeclass_init();
         size = bx_small_size[index];
         ring.resize(bx_bin_ring_size(size));
         bx_bin_init(&bin, index, size, ring.data(), (uint32_t)ring.size(), &cache);
@@ -26,7 +37,7 @@ struct BinFixture {
         void *p = bx_bin_alloc(&bin);
         return p ? p : bx_bin_refill_alloc(&bin, fake_heap());
     }
-    void free_local(void *p) { bx_bin_free(&bin, bx_block_of(p), p); }
+    void free_local(void *p) { bin_free(&bin, bx_block_of(p), p); }
     void free_direct(void *p) { bx_bin_free_direct(&bin, bx_block_of(p), p); }
     ~BinFixture() {
         bx_bin_flush(&bin);
@@ -39,7 +50,7 @@ struct BinFixture {
 TEST_CASE("bin: random operations keep objects distinct and structures consistent", "[bin]") {
     for (unsigned index : {0u, 5u, 30u, 60u}) {
         BinFixture f(index);
-        if (index >= bx_small_bins) continue;
+        if (index >= BX_SMALL_BINS) continue;
         std::vector<char *> live;
         std::set<char *> live_set;
         std::mt19937 rng(index + 1);
@@ -73,7 +84,7 @@ TEST_CASE("bin: random operations keep objects distinct and structures consisten
             }
             REQUIRE(bx_bin_allocated(&f.bin) == live.size());
             if (step % 97 == 0) REQUIRE(bx_bin_check(&f.bin));
-            REQUIRE(f.bin.chains.len <= bx_bin_bound(&f.bin) + 1);
+            REQUIRE(f.bin.chains.len <= bin_bound(&f.bin) + 1);
         }
         for (char *p : live) f.free_local(p);
         REQUIRE(bx_bin_check(&f.bin));
@@ -91,7 +102,7 @@ TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands 
     std::vector<char *> objs;
     for (int i = 0; i < 40 * 1023; i++) objs.push_back(static_cast<char *>(f.alloc()));
     // 40 full blocks allocated: the bound is 2 * 40 = 80 chains, within [16, 1024].
-    REQUIRE(bx_bin_bound(&f.bin) == 80);
+    REQUIRE(bin_bound(&f.bin) == 80);
     // One free in each block, then three more rounds in blocks 20-39: a new chain for
     // every free, so the chains of blocks 0-19 are the oldest.
     std::vector<bx_block_t *> order;
@@ -101,7 +112,7 @@ TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands 
             order.push_back(bx_block_of(p));
             f.free_local(p);
         }
-    uint32_t bound = bx_bin_bound(&f.bin);
+    uint32_t bound = bin_bound(&f.bin);
     REQUIRE(f.bin.chains.len == bound);
     // The records held are the newest `bound` chains, oldest first.
     size_t first_kept = order.size() - bound;
@@ -159,7 +170,6 @@ TEST_CASE("bin: a block's chain running out publishes its slot limit for other t
 }
 
 TEST_CASE("bin: an emptied block goes back to the shared block cache and another size class reuses it", "[bin]") {
-    bx_sizeclass_init();
     // Two bins sharing one block cache, as a thread's bins do.
     uint32_t s16 = bx_small_size[0], s64 = bx_small_size[3];
     std::vector<bx_chain_t> ring16(bx_bin_ring_size(s16)), ring64(bx_bin_ring_size(s64));
@@ -179,7 +189,7 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     std::set<bx_block_t *> blocks64;
     for (char *p : objs) blocks64.insert(bx_block_of(p));
     REQUIRE(blocks64.size() == 5);
-    for (char *p : objs) bx_bin_free(&b64, bx_block_of(p), p);
+    for (char *p : objs) bin_free(&b64, bx_block_of(p), p);
     REQUIRE(bx_bin_check(&b64));
     // Only the last block, still the top chain, stays with the bin; the other four are cached.
     REQUIRE(b64.chains.len == 1);

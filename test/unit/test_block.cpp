@@ -9,15 +9,14 @@
 #include "internals.h"
 
 TEST_CASE("block: slot tests agree with division for every size and offset", "[block]") {
-    bx_sizeclass_init();
     void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
     REQUIRE(mem != nullptr);
     auto *blk = static_cast<bx_block_t *>(mem);
     char *first = static_cast<char *>(mem) + BX_BLOCK_HEADER;
     size_t mismatches = 0;
-    for (unsigned bin = 0; bin < bx_small_bins; bin++) {
+    for (unsigned bin = 0; bin < BX_SMALL_BINS; bin++) {
         uint32_t size = bx_small_size[bin];
-        bx_block_init(blk, fake_heap(), nullptr, bin, size);
+        bx_block_init(blk, fake_heap(), nullptr, nullptr, bin, size);
         REQUIRE(bx_block_check_header(blk));
         uint32_t capacity = blk->capacity;
         // Nothing carved, some carved, all carved; the published limit none, half or all of it.
@@ -43,12 +42,11 @@ TEST_CASE("block: slot tests agree with division for every size and offset", "[b
 }
 
 TEST_CASE("block: objects come from the bump pointer first, then from the free list", "[block]") {
-    bx_sizeclass_init();
     void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
     REQUIRE(mem != nullptr);
     auto *blk = static_cast<bx_block_t *>(mem);
     uint32_t size = bx_small_size[3];
-    bx_block_init(blk, fake_heap(), nullptr, 3, size);
+    bx_block_init(blk, fake_heap(), nullptr, nullptr, 3, size);
     char *a = static_cast<char *>(bx_block_pop(blk));
     char *b = static_cast<char *>(bx_block_pop(blk));
     REQUIRE(a == bx_block_first(blk));
@@ -67,7 +65,6 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
 }
 
 TEST_CASE("block: a free record of one format is not free under the next", "[block]") {
-    bx_sizeclass_init();
     void *mem = std::aligned_alloc(BX_BLOCK_SIZE, 2 * BX_BLOCK_SIZE);
     REQUIRE(mem != nullptr);
     auto *blocks = static_cast<char *>(mem);
@@ -75,14 +72,14 @@ TEST_CASE("block: a free record of one format is not free under the next", "[blo
     std::vector<uintptr_t> keys;
     for (int which = 0; which < 2; which++) {
         auto *blk = reinterpret_cast<bx_block_t *>(blocks + which * BX_BLOCK_SIZE);
-        for (unsigned bin = 0; bin < bx_small_bins; bin++) {
-            bx_block_init(blk, fake_heap(), nullptr, bin, bx_small_size[bin]);
+        for (unsigned bin = 0; bin < BX_SMALL_BINS; bin++) {
+            bx_block_init(blk, fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
             keys.push_back(bx_block_key(blk));
         }
     }
     // Medium formats: superblocks are 2 MB aligned; the one above the blocks' base too.
     auto *superblock = reinterpret_cast<char *>(((uintptr_t)blocks + (2u << 20)) & ~(uintptr_t)((2u << 20) - 1));
-    for (unsigned bin = 0; bin < bx_medium_bins; bin++)
+    for (unsigned bin = 0; bin < BX_MEDIUM_BINS; bin++)
         for (char *base : {superblock, superblock + (2u << 20)}) keys.push_back(bx_format_key(base, bx_medium_size[bin]));
     for (uintptr_t key : keys) REQUIRE(((key & 1) == 1 && (intptr_t)key < 0 && key != bx_free_key));
     std::sort(keys.begin(), keys.end());
@@ -92,15 +89,15 @@ TEST_CASE("block: a free record of one format is not free under the next", "[blo
     // this block and by the same format of the next block.
     auto *blk = reinterpret_cast<bx_block_t *>(blocks);
     auto *next = reinterpret_cast<bx_block_t *>(blocks + BX_BLOCK_SIZE);
-    bx_block_init(blk, fake_heap(), nullptr, 0, bx_small_size[0]);
-    bx_block_init(next, fake_heap(), nullptr, 0, bx_small_size[0]);
+    bx_block_init(blk, fake_heap(), nullptr, nullptr, 0, bx_small_size[0]);
+    bx_block_init(next, fake_heap(), nullptr, nullptr, 0, bx_small_size[0]);
     std::vector<void *> objs;
     while (void *o = bx_block_free_count(blk) ? bx_block_pop(blk) : nullptr) objs.push_back(o);
     for (void *o : objs) bx_block_push(blk, o);
     for (void *o : objs) REQUIRE(bx_object_is_free(o, bx_block_key(blk)));
     for (void *o : objs) REQUIRE_FALSE(bx_object_is_free(o, bx_block_key(next)));
-    for (unsigned bin = 1; bin < bx_small_bins; bin++) {
-        bx_block_init(blk, fake_heap(), nullptr, bin, bx_small_size[bin]);
+    for (unsigned bin = 1; bin < BX_SMALL_BINS; bin++) {
+        bx_block_init(blk, fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
         for (void *o : objs) REQUIRE_FALSE(bx_object_keyed(o, bx_block_key(blk)));
     }
     std::free(mem);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 extern "C" {
+#include "cgroup.h"
 #include "os.h"
 }
 
@@ -26,7 +27,7 @@ struct Fixture {
         fs::create_directories(p.parent_path());
         std::ofstream(p) << text;
     }
-    uint64_t limit() const { return bx_os_memory_limit(root.c_str()); }
+    uint64_t limit() const { return bx_cgroup_memory_limit(root.c_str()); }
 };
 
 TEST_CASE("os: cgroup v2 memory.max, the lowest on the path up to the mount", "[os]") {

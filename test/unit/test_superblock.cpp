@@ -12,7 +12,6 @@ extern "C" {
 static bx_superblock_t *sb_of(void *block) { return (bx_superblock_t *)bx_span_of(bx_pagemap_get(block)); }
 
 TEST_CASE("block allocator: takes from the fullest superblock; heap order and positions hold", "[superblock]") {
-    bx_sizeclass_init();
     for (uint32_t block_size : {uint32_t(BX_BLOCK_SIZE), uint32_t(bx_medium_size[bx_medium_bin(256 * 1024)])}) {
         unsigned tag = block_size == BX_BLOCK_SIZE ? BX_TAG_SMALL : BX_TAG_MEDIUM;
         bx_blockalloc_t ba;
@@ -58,7 +57,6 @@ TEST_CASE("block allocator: takes from the fullest superblock; heap order and po
 }
 
 TEST_CASE("flat map: the regions of small superblocks, and nothing else, read as small", "[pagemap]") {
-    bx_sizeclass_init();
     // This process runs without an address-space limit, so free's flat map is there.
     bx_superblock_t *small = bx_node_take(0, BX_TAG_SMALL), *medium = bx_node_take(0, BX_TAG_MEDIUM);
     REQUIRE(small != nullptr);
@@ -82,8 +80,7 @@ TEST_CASE("flat map: the regions of small superblocks, and nothing else, read as
 }
 
 TEST_CASE("cached block allocator: never holds blocks of more superblocks than its bound", "[blockcache]") {
-    bx_sizeclass_init();
-    uint32_t size = bx_medium_size[bx_medium_bins - 1]; // 20 blocks per superblock
+    uint32_t size = bx_medium_size[BX_MEDIUM_BINS - 1]; // 20 blocks per superblock
     for (uint32_t bound : {1u, 3u}) {
         bx_blockcache_t bc;
         bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, bound, UINT32_MAX, 0);
@@ -114,8 +111,7 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
 }
 
 TEST_CASE("cached block allocator: a decay tick flushes only a cache nothing was taken from since the last one", "[blockcache]") {
-    bx_sizeclass_init();
-    uint32_t size = bx_medium_size[bx_medium_bins - 1];
+    uint32_t size = bx_medium_size[BX_MEDIUM_BINS - 1];
     bx_blockcache_t bc;
     bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, 1, UINT32_MAX, 0);
     std::vector<char *> blocks;
