@@ -9,12 +9,7 @@
 
 #include "superblock.h"
 
-#define BX_SMALL_BLOCK_CACHE_SUPERBLOCKS 8
-#define BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS 1
-/* Medium blocks are large: a bin's cache also holds at most this much, so that blocks a
- * thread has moved on from go back, their superblock can empty, and the node can hand it
- * (its pages already touched) to another bin. */
-#define BX_MEDIUM_BLOCK_CACHE_BYTES (1 * BX_MB)
+/* Their bounds: retention.h. */
 /* A medium bin whose next block would be fresh memory takes a free block of up to this
  * many bins larger (at most 1.2^2 = 1.44x the size) instead: pages already resident. */
 #define BX_MEDIUM_BORROW 2
