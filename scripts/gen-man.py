@@ -40,17 +40,20 @@ def esc(text):
 
 def inline(md):
     out, i = [], 0
-    pattern = re.compile(r"`([^`]+)`|!\[[^\]]*\]\([^)]*\)|\[([^\]]+)\]\([^)]*\)|\*\*(.+?)\*\*|(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])")
+    pattern = re.compile(r"`([^`]+)`|!\[[^\]]*\]\([^)]*\)|\[([^\]]+)\]\(([^)]*)\)|\*\*(.+?)\*\*|(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])")
     for m in pattern.finditer(md):
         out.append(esc(md[i:m.start()]))
         if m.group(1) is not None:
             out.append("\\fB" + esc(m.group(1)).replace("-", "\\-") + "\\fR")
         elif m.group(2) is not None:
             out.append(inline(m.group(2)))
-        elif m.group(3) is not None:
-            out.append("\\fB" + inline(m.group(3)) + "\\fR")
+            # a file of the source tree, which an installed man page's reader may not have
+            if m.group(3) == m.group(2) and not m.group(3).startswith(("http:", "https:")):
+                out.append(" in the bobox-malloc sources")
         elif m.group(4) is not None:
-            out.append("\\fI" + inline(m.group(4)) + "\\fR")
+            out.append("\\fB" + inline(m.group(4)) + "\\fR")
+        elif m.group(5) is not None:
+            out.append("\\fI" + inline(m.group(5)) + "\\fR")
         i = m.end()
     out.append(esc(md[i:]))
     return "".join(out)
@@ -292,8 +295,8 @@ def libbobox7(version, prefix, pages):
                              ("Limits", "LIMITS")):
         _, body = section(sections, title)
         out += [".SH " + man_title] + render(body)
-    out += [".SH FUNCTIONS", ".PP", "Each is exported under its standard name by \\fBlibbobox.so\\fR and, "
-            "with the \\fBbobox_\\fR prefix, by both libraries:"]
+    out += [".SH FUNCTIONS", ".PP", "Declared in \\fI<bobox.h>\\fR and exported by both libraries; "
+            "\\fBlibbobox.so\\fR also exports the malloc family under the standard names, without the prefix:"]
     for funcs, _ in pages:
         out += [".TP", "\\fB%s\\fR(3)" % esc(funcs[0]), ", ".join("\\fB%s\\fR" % esc(f) for f in funcs)]
     api = read("docs/api.md")
@@ -359,9 +362,15 @@ def bobox_run1(version, help_text):
     for name, text in lists.get("environment", []):
         if not any(name.split("=")[0] in r for r in pin_table(sections)[2:]):
             out += [".TP", "\\fB%s\\fR" % esc(name), line(esc(" ".join(text)))]
+    for title, entries in lists.items():  # any further list of --help (e.g. "domains:")
+        if title in ("options", "environment"):
+            continue
+        out += [".SH " + esc(title.upper())]
+        for name, text in entries:
+            out += [".TP", "\\fB%s\\fR" % esc(name).replace("-", "\\-"), line(esc(" ".join(text)))]
     status = [t for t in tail if t.startswith("Exit status:")]
     if status:
-        out += [".SH EXIT STATUS", ".PP", line(esc(status[0][len("Exit status:"):].strip()))]
+        out += [".SH EXIT STATUS", ".PP", line(esc(sentence(status[0][len("Exit status:"):].strip())))]
     _, pin = section(sections, "Thread pinning")
     codes = [b for b in blocks(pin) if b[0] == "code"]
     if codes:

@@ -16,8 +16,9 @@ render() {  # the text of a man page, one line per paragraph
     [ -s "$TMP/err" ] && fail "man -l $1 warns: $(cat "$TMP/err")"
     return 0
 }
-# Markdown table cell -> the words man prints: code marks, links and emphasis dropped.
-plain() { sed -E 's/`//g; s/\[([^]]*)\]\([^)]*\)/\1/g; s/\*\*//g; s/\*([^*]+)\*/\1/g; s/ +/ /g; s/^ //; s/ $//'; }
+# Markdown table cell -> the words man prints: code marks, links and emphasis dropped (a link to a
+# source file named by its path says where that file is).
+plain() { sed -E 's/`//g; s/\[([^]]*)\]\(\1\)/\1 in the bobox-malloc sources/g; s/\[([^]]*)\]\([^)]*\)/\1/g; s/\*\*//g; s/\*([^*]+)\*/\1/g; s/ +/ /g; s/^ //; s/ $//'; }
 
 pages=$(man_pages) || fail "gen-man.py --list failed"
 [ "$(wc -l <<<"$pages")" -ge 3 ] || fail "too few man pages: $pages"
