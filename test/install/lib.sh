@@ -2,7 +2,7 @@
 set -u
 BOBOX_ROOT=${BOBOX_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 # A make of our own, not a part of the make that may run the tests.
-unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES LD_PRELOAD
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 # A required tool that is missing is a failure (scripts/deps.sh installs it).
