@@ -26,7 +26,7 @@ A_OBJS  := $(patsubst allocator/%.c,$(BUILD)/a/%.o,$(ALLOC_SRCS))
 LIBBOBOX_SO := $(BUILD)/libbobox.so
 LIBBOBOX_A  := $(BUILD)/libbobox.a
 
-.PHONY: all test deps install clean bench bench-full format
+.PHONY: all test deps install uninstall man clean bench bench-full format
 all: $(LIBBOBOX_SO) $(LIBBOBOX_A)
 
 # -MMD: each object is rebuilt when a header it includes changes, and only then.
@@ -100,12 +100,52 @@ test: deps
 	$(MAKE) all $(TEST_BINS)
 	@scripts/run-tests.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
-	install -m 755 $(LIBBOBOX_SO) $(INSTALL_LIBS) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 $(LIBBOBOX_A) $(DESTDIR)$(PREFIX)/lib/
-	install -m 644 include/bobox.h $(DESTDIR)$(PREFIX)/include/
-	$(if $(INSTALL_BINS),install -m 755 $(INSTALL_BINS) $(DESTDIR)$(PREFIX)/bin/)
+# ---- install -----------------------------------------------------------------------------
+# make install PREFIX=... DESTDIR=...: libraries, header, launcher, bobox.pc and the man pages;
+# make uninstall with the same PREFIX and DESTDIR removes exactly those files (and, under a
+# DESTDIR, the directories left empty). bobox-run finds the libraries in ../lib, so lib/ is
+# fixed; MANDIR may be moved.
+VERSION := 0.1.0
+MANDIR ?= $(PREFIX)/share/man
+DEST := $(DESTDIR)$(PREFIX)
+# The man pages, generated from README.md, docs/api.md, include/bobox.h and bobox-run --help.
+MAN_PAGES = $(shell python3 scripts/gen-man.py --list)
+INSTALLED_FILES = $(addprefix $(DEST)/lib/,$(notdir $(LIBBOBOX_SO) $(INSTALL_LIBS) $(LIBBOBOX_A)) pkgconfig/bobox.pc) \
+                  $(DEST)/include/bobox.h $(addprefix $(DEST)/bin/,$(notdir $(INSTALL_BINS))) \
+                  $(addprefix $(DESTDIR)$(MANDIR)/,$(MAN_PAGES))
+INSTALLED_DIRS = $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man7 \
+                 $(DESTDIR)$(MANDIR) $(DEST)/share $(DEST)/lib/pkgconfig $(DEST)/lib $(DEST)/include \
+                 $(DEST)/bin $(DEST)
+
+man: all
+	@rm -rf $(BUILD)/man && mkdir -p $(BUILD)/man
+	$(BUILD)/bobox-run --help >$(BUILD)/man/bobox-run.help
+	python3 scripts/gen-man.py --out $(BUILD)/man --help-text $(BUILD)/man/bobox-run.help \
+		--prefix $(PREFIX) --version $(VERSION)
+
+install: all man
+	install -d $(DEST)/lib/pkgconfig $(DEST)/include $(DEST)/bin
+	install -m 755 $(LIBBOBOX_SO) $(INSTALL_LIBS) $(DEST)/lib/
+	install -m 644 $(LIBBOBOX_A) $(DEST)/lib/
+	install -m 644 include/bobox.h $(DEST)/include/
+	$(if $(INSTALL_BINS),install -m 755 $(INSTALL_BINS) $(DEST)/bin/)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' bobox.pc.in >$(BUILD)/bobox.pc
+	install -m 644 $(BUILD)/bobox.pc $(DEST)/lib/pkgconfig/
+	@for page in $(MAN_PAGES); do \
+		install -d $(DESTDIR)$(MANDIR)/$$(dirname $$page) || exit 1; \
+		if [ -L $(BUILD)/man/$$page ]; then \
+			ln -sfn $$(readlink $(BUILD)/man/$$page) $(DESTDIR)$(MANDIR)/$$page || exit 1; \
+		else install -m 644 $(BUILD)/man/$$page $(DESTDIR)$(MANDIR)/$$page || exit 1; fi; \
+	done; echo "  installed $(words $(MAN_PAGES)) man pages in $(DESTDIR)$(MANDIR)"
+
+uninstall:
+	rm -f $(INSTALLED_FILES)
+	@if [ -n "$(DESTDIR)" ]; then \
+		rmdir $(INSTALLED_DIRS) 2>/dev/null; \
+		for d in $$(dirname $(DEST)) $$(dirname $(DESTDIR)$(MANDIR)); do \
+			while [ "$$d" != "$(patsubst %/,%,$(DESTDIR))" ] && [ "$$d" != / ] && rmdir "$$d" 2>/dev/null; do d=$$(dirname "$$d"); done; \
+		done; \
+	fi; true
 
 clean:
 	rm -rf $(BUILD)

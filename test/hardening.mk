@@ -1,5 +1,5 @@
 # Hardening (included by the top-level Makefile): sanitizer builds, the libFuzzer harness and
-# the stress tests. See test/README-hardening.md.
+# the stress tests. See docs/hardening-tests.md.
 #
 #   make asan                    allocator + unit/API/stress tests under ASan+UBSan, run them
 #   make tsan                    allocator + thread-heavy API tests + stress tests under TSan, run them

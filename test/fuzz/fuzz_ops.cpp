@@ -16,7 +16,7 @@
 // in the acting worker every 16 operations and on CHECK_HEAP, and in every worker at the end,
 // when all objects are freed (by workers other than the last one that touched them).
 //
-// Build and run: make fuzz FUZZ_SECONDS=60 (see test/README-hardening.md).
+// Build and run: make fuzz FUZZ_SECONDS=60 (see docs/hardening-tests.md).
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cerrno>
