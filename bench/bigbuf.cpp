@@ -70,7 +70,7 @@ int main(int argc, char **argv)
         std::fprintf(stderr, "bigbuf: %ld buffers were not zero-filled or lost their contents\n", bad);
         return 1;
     }
-    std::printf("RESULT workload=bigbuf threads=1 scale=%g secs=%.6f throughput=%.6g unit=buffers/s\n",
-                scale, secs, secs > 0 ? double(steps) / secs : 0.0);
+    std::printf("RESULT workload=bigbuf threads=1 scale=%g secs=%.6f throughput=%.6g unit=buffers/s ops=%ld\n",
+                scale, secs, secs > 0 ? double(steps) / secs : 0.0, steps);
     return 0;
 }

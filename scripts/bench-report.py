@@ -214,6 +214,13 @@ def fastpath_table(path):
                          "From `scripts/fastpath.sh`: callgrind instruction counts inside a "
                          "`malloc(size); *p = 1; free(p)` function, (Ir(2N) - Ir(N)) / N with N = 100,000, "
                          "so start-up costs cancel. Includes about 10 instructions of the probe itself (call, PLT jumps, test, store).")
+        elif kind == "malloc-fifo":
+            out += table("Hot path: instructions per malloc+free pair, FIFO (single thread)",
+                         ["allocator"] + ["%s B" % s for s in sizes], rows,
+                         "The same count when the 64 live objects form a queue: each `malloc` is "
+                         "followed by the `free` of the object allocated 64 mallocs earlier "
+                         "(`fastpath SIZE N fifo`), so the allocator cycles through 65 objects "
+                         "instead of handing back the one just freed.")
         else:
             out += table("Hot path: instructions per C++ new+delete pair (single thread)",
                          ["allocator"] + ["%s B" % s for s in sizes], rows,

@@ -33,10 +33,11 @@ trap cleanup EXIT
 # (the server exits and the script fails rather than measuring someone else's server).
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') \
     || die "no free port found"
-env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} redis-server --bind 127.0.0.1 --port "$port" --save '' \
+# BENCH_SERVER_PREFIX: words run before the server, e.g. valgrind (scripts/bench-instr.sh).
+env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} ${BENCH_SERVER_PREFIX:-} redis-server --bind 127.0.0.1 --port "$port" --save '' \
     --appendonly no --daemonize no --dir "$dir" --logfile "$dir/redis.log" --protected-mode yes &
 srv=$!
-for _ in $(seq 300); do
+for _ in $(seq 1200); do
     [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ] && break
     kill -0 "$srv" 2>/dev/null || { cat "$dir/redis.log" >&2; srv=; die "the server did not start"; }
     sleep 0.05
