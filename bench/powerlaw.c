@@ -2,7 +2,9 @@
  * with exponent 1: P(size > s) = 8 / s, from 8 B to a 48 KB cap; half are under 16 B, 1 in 128
  * is over 1 KB), accessed 80/20: 80% of the operations hit the hottest 20% of the slots.
  * Each operation frees the object in the chosen slot and allocates a new one there, writing
- * all of it. The threads split the slots (each owns 256 K / T of them) and the operations.
+ * all of it. The threads split the slots (each owns 256 K / T of them) and the operations;
+ * each thread fills its own slots before the clock starts, so frees are local, as in a
+ * program whose threads build and then work on their own data.
  * Every object is filled with a byte derived from its slot and size, checked at both ends
  * before it is freed; a mismatch fails the run.
  * Usage: powerlaw [threads] [scale]   (scale 1 = 16 M operations in all) */
@@ -56,10 +58,15 @@ static long pick(const struct part *p, uint64_t *rs)
     return hot + (long)((r >> 8) % (uint64_t)(p->nslots - hot));
 }
 
+static pthread_barrier_t filled;
+
 static void *worker(void *arg)
 {
     struct part *p = arg;
-    uint64_t rs = rng_seed((uint64_t)p->id + 500);
+    uint64_t rs = rng_seed((uint64_t)p->id + 900);
+    for (long i = 0; i < p->nslots; i++)
+        put(p, i, &rs);
+    pthread_barrier_wait(&filled);
     for (long k = 0; k < p->ops; k++) {
         long i = pick(p, &rs);
         unsigned char *o = p->slot[i];
@@ -87,16 +94,16 @@ int main(int argc, char **argv)
         p->ops = ops / threads;
         p->slot = xmalloc(sizeof *p->slot * (size_t)p->nslots);
         p->size = xmalloc(sizeof *p->size * (size_t)p->nslots);
-        uint64_t rs = rng_seed((uint64_t)t + 900);
-        for (long i = 0; i < p->nslots; i++)
-            put(p, i, &rs);
     }
 
     pthread_t th[threads];
-    double t0 = now_s();
+    if (pthread_barrier_init(&filled, NULL, (unsigned)threads + 1))
+        die("pthread_barrier_init");
     for (int t = 0; t < threads; t++)
         if (pthread_create(&th[t], NULL, worker, &parts[t]))
             die("pthread_create");
+    pthread_barrier_wait(&filled);
+    double t0 = now_s();
     for (int t = 0; t < threads; t++)
         pthread_join(th[t], NULL);
     double secs = now_s() - t0;

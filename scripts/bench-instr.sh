@@ -4,7 +4,8 @@
 # 2S under each allocator; (Ir(2S) - Ir(S)) / (ops(2S) - ops(S)) cancels start-up and the
 # initial fill, and counts every thread and the workload's own work (random numbers, writing
 # the objects), which is the same under every allocator. Kernel work (page faults, mmap) is not
-# counted: compare minor faults (bench.sh) for that.
+# counted by callgrind: a second table gives minor page faults per operation, from native runs
+# at the same two scales (the same difference; counts, not times, so stable on a shared machine).
 # With --annotate, also prints the functions of the first allocator that take the most
 # instructions per op (self cost, from callgrind_annotate of the 2S run).
 # Usage: scripts/bench-instr.sh [--alloc A[,A..]] [--only W[,W..]] [--annotate] [--out FILE.csv]
@@ -84,7 +85,28 @@ per_function() {  # cg1 cg2 ops
     sort -rn | head -12
 }
 
-[ -n "$OUT" ] && { mkdir -p "$(dirname "$OUT")"; echo "workload,alloc,instr_per_op" > "$OUT"; }
+# Minor faults and ops of one native run; nothing on failure.
+run_native() {  # preload workload scale
+  local out cmd ops
+  if [ "$2" = redis ]; then
+    out=$("$B/bench-run" -t 300 ${1:+-e LD_PRELOAD=$1} -- "$ROOT/bench/real/redis.sh" "$3" 2>/dev/null)
+    ops=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<"$out")
+  else
+    cmd=$(grep "^$2:" <<<"$SPECS" | cut -d: -f3-)
+    out=$("$B/bench-run" -t 300 ${1:+-e LD_PRELOAD=$1} -- $B/${cmd//SCALE/$3} 2>/dev/null)
+    ops=$(sed -n 's/^RESULT.* ops=\([0-9]*\).*/\1/p' <<<"$out")
+  fi
+  grep -q '^RUN status=ok' <<<"$out" || return 1
+  echo "$(sed -n 's/^RUN.* minflt=\([0-9]*\).*/\1/p' <<<"$out") $ops"
+}
+per_op() {  # "value1 ops1" "value2 ops2"
+  [ -n "$1" ] && [ -n "$2" ] || { echo NA; return; }
+  awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " ")
+    if (y[2] > x[2]) { v = (y[1] - x[1]) / (y[2] - x[2]); printf (v < 10 ? "%.3f" : "%.1f"), v } else print "NA"}'
+}
+FAULTS=
+
+[ -n "$OUT" ] && { mkdir -p "$(dirname "$OUT")"; echo "workload,alloc,instr_per_op,minflt_per_op" > "$OUT"; }
 printf '%-12s' workload; for a in $ALLOCS; do printf '%12s' "$a"; done; echo "   (instructions per operation)"
 first=${ALLOCS%% *}
 for spec in $(cut -d: -f1,2 <<<"$SPECS"); do
@@ -93,15 +115,17 @@ for spec in $(cut -d: -f1,2 <<<"$SPECS"); do
   s2=$(awk -v s="$s" 'BEGIN {print 2 * s}')
   printf '%-12s' "$w"
   for a in $ALLOCS; do
-    if ! bench_alloc_setup "$a"; then printf '%12s' NA; continue; fi
+    if ! bench_alloc_setup "$a"; then printf '%12s' NA; FAULTS="$FAULTS NA"; continue; fi
     r1=$(run_cg "$ALLOC_PRELOAD" "$w" "$s" "$w.$a.1") r2=$(run_cg "$ALLOC_PRELOAD" "$w" "$s2" "$w.$a.2")
-    v=NA
-    [ -n "$r1" ] && [ -n "$r2" ] && v=$(awk -v a="$r1" -v b="$r2" 'BEGIN {
-        split(a, x, " "); split(b, y, " "); if (y[2] > x[2]) printf "%.1f", (y[1] - x[1]) / (y[2] - x[2]); else print "NA"}')
+    v=$(per_op "$r1" "$r2")
+    f1=$(run_native "$ALLOC_PRELOAD" "$w" "$s") f2=$(run_native "$ALLOC_PRELOAD" "$w" "$s2")
+    f=$(per_op "$f1" "$f2")
     printf '%12s' "$v"
-    [ -n "$OUT" ] && echo "$w,$a,$v" >> "$OUT"
+    FAULTS="$FAULTS $f"
+    [ -n "$OUT" ] && echo "$w,$a,$v,$f" >> "$OUT"
   done
-  echo
+  printf '   | minor faults per op:'; printf ' %s' $FAULTS; echo
+  FAULTS=
   if [ $ANNOTATE = 1 ] && [ -s "$TMP/ops.$w.$first.1" ] && [ -s "$TMP/ops.$w.$first.2" ]; then
     per_function "$TMP/cg.$w.$first.1" "$TMP/cg.$w.$first.2" \
       $(($(cat "$TMP/ops.$w.$first.2") - $(cat "$TMP/ops.$w.$first.1"))) | sed 's/^/      /'
