@@ -2,9 +2,9 @@
 # Runs the benchmark suite under every allocator, interleaved, and writes results/.
 # Usage: scripts/bench.sh [--quick|--full] [--runs N] [--only W[,W..]] [--alloc A[,A..]]
 #                         [--no-fastpath] [--list] [--help]
-#   default  3 runs, moderate scale (make bench, < 10 min on 2 cores)
+#   default  3 runs, moderate scale (make bench, about 12 min on 2 cores)
 #   --full   5 runs, full scale (make bench-full, the committed results)
-#   --quick  1 run, small scale (< 3 min)
+#   --quick  1 run, small scale (about 2 min)
 # --only/--alloc narrow the run; a narrowed run writes its own CSV and prints the table
 # but leaves results/latest.csv, README.md and the plot alone.
 set -uo pipefail
@@ -102,7 +102,7 @@ n_gcc=$(awk -v s=$S 'BEGIN {n = int(400*s); print n < 10 ? 10 : n}')
 n_sql=$(awk -v s=$S 'BEGIN {printf "%d", 200000*s}')
 n_py=$(awk -v s=$S 'BEGIN {n = int(16*s); print n < 1 ? 1 : n}')
 n_pg=$(awk -v s=$S 'BEGIN {n = int(1000*s); print n < 50 ? 50 : n}')
-n_redis=$(awk -v s=$S 'BEGIN {n = int(1000000*s); print n < 20000 ? 20000 : n}')   # requests per test
+n_redis=$(awk -v s=$S 'BEGIN {n = int(500000*s); print n < 20000 ? 20000 : n}')   # requests per test
 gen() {  # kind file n
   [ -s "$DATA/$2" ] && return 0
   "$B/gendata" "$1" "$3" > "$DATA/$2.tmp" && mv -f "$DATA/$2.tmp" "$DATA/$2"
