@@ -7,7 +7,7 @@
 # counted by callgrind: a second table gives minor page faults per operation, from native runs
 # at the same two scales (the same difference; counts, not times, so stable on a shared machine).
 # With --annotate, also prints the functions of the first allocator that take the most
-# instructions per op (self cost, from callgrind_annotate of the 2S run).
+# instructions per op (self cost, from callgrind_annotate of both runs, the same difference).
 # Usage: scripts/bench-instr.sh [--alloc A[,A..]] [--only W[,W..]] [--annotate] [--out FILE.csv]
 #   default allocators: bobox mimalloc tcmalloc; workloads: the list below (--list)
 set -uo pipefail
@@ -35,10 +35,13 @@ while [ $# -gt 0 ]; do
     --annotate) ANNOTATE=1 ;;
     --out) OUT=$2; shift ;;
     --list) cut -d: -f1 <<<"$SPECS" | tr '\n' ' '; echo; exit 0 ;;
-    -h|--help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "bench-instr.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
+done
+for w in $ONLY; do
+  grep -q "^$w:" <<<"$SPECS" || { echo "bench-instr.sh: unknown workload $w (see --list)" >&2; exit 2; }
 done
 bench_ensure_pkgs valgrind libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
 command -v valgrind >/dev/null || { echo "bench-instr.sh: valgrind missing" >&2; exit 1; }
