@@ -2,7 +2,7 @@
 # build/bench/NAME for each bench/NAME.c; `make bench` / `make bench-full` run scripts/bench.sh.
 BENCH_DIR    := $(BUILD)/bench
 BENCH_NAMES  := server prodcons batches falseshare mixed pipeline mergesort paging realloc \
-                fastpath gendata bench-run
+                handoff powerlaw tightloop fifo fastpath gendata bench-run
 BENCH_BINS   := $(BENCH_NAMES:%=$(BENCH_DIR)/%)
 # -fno-builtin-*: gcc may delete an unused malloc+free pair, which is exactly what we time.
 BENCH_CFLAGS := -std=gnu11 $(WARN) -O2 -g -pthread \
@@ -20,6 +20,12 @@ $(BENCH_DIR)/fastpath_new: bench/fastpath_new.cpp bench/bench.mk
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 $(WARN) -O2 -g -fno-builtin -o $@ $<
 BENCH_BINS += $(BENCH_DIR)/fastpath_new
+
+# Random large buffers: C++ because the shape is std::make_unique<char[]>(n) (new + zero fill).
+$(BENCH_DIR)/bigbuf: bench/bigbuf.cpp bench/bench.mk
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(WARN) -O2 -g -o $@ $<
+BENCH_BINS += $(BENCH_DIR)/bigbuf
 
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)

@@ -1,6 +1,7 @@
 /* Shared helpers for the bobox-malloc benchmark workloads.
  * Every workload: NAME [threads] [scale]; prints one line
- *   RESULT workload=W threads=T scale=S secs=X throughput=Y unit=U [extra=...]
+ *   RESULT workload=W threads=T scale=S secs=X throughput=Y unit=U ops=N [extra=...]
+ * (N: the work units counted in Y, e.g. for scripts/bench-instr.sh's instructions per op)
  * scale 1.0 is the full size (make bench-full); bench.sh passes smaller scales. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
@@ -69,8 +70,8 @@ static inline long scaled(double base, double scale, long lo)
 static inline void bench_report(const char *name, int threads, double scale, double secs,
                                 double ops, const char *unit, const char *extra)
 {
-    printf("RESULT workload=%s threads=%d scale=%g secs=%.6f throughput=%.6g unit=%s%s%s\n",
-           name, threads, scale, secs, secs > 0 ? ops / secs : 0.0, unit,
+    printf("RESULT workload=%s threads=%d scale=%g secs=%.6f throughput=%.6g unit=%s ops=%.0f%s%s\n",
+           name, threads, scale, secs, secs > 0 ? ops / secs : 0.0, unit, ops,
            extra ? " " : "", extra ? extra : "");
     fflush(stdout);
 }

@@ -17,10 +17,15 @@ ORDER = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "bobox", "bobox-pin",
          "bobox-pin-compact", "bobox-pin-none"]
 MAIN = ORDER[:6]                      # the pinning variants get their own table
 GMEAN_COUNT = {}
+GMEAN_KIND = {}                       # table title -> {"own"|"real": {alloc: geometric mean}}
 # Baselines in muted colours, bobox in reds so it stands out.
 COLORS = {"glibc": "#9e9e9e", "jemalloc": "#4e79a7", "mimalloc": "#59a14f",
           "tcmalloc": "#b07aa1", "bobox": "#e15759", "bobox-pin": "#8c1c13"}
 PIN = ["bobox", "bobox-pin", "bobox-pin-compact", "bobox-pin-none"]
+# Real programs (Debian packages driven by a script); the rest are our own programs in bench/.
+# CSVs written before the kind column fall back to this list.
+REAL = {"python", "sort", "gcc", "clang", "sqlite", "postgres", "redis"}
+KIND = {}                             # workload -> "own" | "real", filled by load()
 
 
 def read_meta(path):
@@ -47,6 +52,7 @@ def load(path):
         d["n"] += 1
         d.setdefault("unit", r["unit"])
         d.setdefault("threads", r["threads"])
+        KIND.setdefault(w, r.get("kind") or ("real" if w in REAL else "own"))
         if r["status"] == "ok":
             d["ok"] += 1
             for k in ("wall_s", "throughput", "maxrss_kb", "minflt"):
@@ -93,6 +99,10 @@ def fmt_thr(x):
     return "%.3g" % x
 
 
+def fmt_ratio(x):
+    return "%.2f×" % x if x else "NA"
+
+
 def mark(data, w, a):
     d = data.get((w, a))
     if d and d["ok"] < d["n"]:
@@ -100,12 +110,16 @@ def mark(data, w, a):
     return ""
 
 
+def kind(w):
+    return KIND.get(w, "real" if w in REAL else "own")
+
+
 def table(title, head, rows, note=None):
     out = ["### " + title, ""]
     if note:
         out += [note, ""]
     out.append("| " + " | ".join(head) + " |")
-    out.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    out.append("|" + "|".join("---" if i == 0 or h == "program" else "---:" for i, h in enumerate(head)) + "|")
     for r in rows:
         out.append("| " + " | ".join(r) + " |")
     return out + [""]
@@ -114,19 +128,19 @@ def table(title, head, rows, note=None):
 def value_table(title, workloads, allocs, data, key, conv, note=None):
     rows = []
     for w in workloads:
-        cells = [w]
+        cells = [w, kind(w)]
         for a in allocs:
             v = med(data, w, a, key)
             cells.append((conv(v) if v is not None else "NA") + mark(data, w, a))
         rows.append(cells)
-    return table(title, ["workload"] + allocs, rows, note)
+    return table(title, ["workload", "program"] + allocs, rows, note)
 
 
 def ratio_table(title, workloads, allocs, data, key, ref, note=None):
     rows, per_alloc = [], {a: [] for a in allocs}
     for w in workloads:
         r0 = med(data, w, ref, key)
-        cells = [w]
+        cells = [w, kind(w)]
         for a in allocs:
             v = med(data, w, a, key)
             x = v / r0 if v is not None and r0 else None
@@ -136,11 +150,23 @@ def ratio_table(title, workloads, allocs, data, key, ref, note=None):
     g = [gmean(per_alloc[a]) for a in allocs]
     cnt = [sum(1 for x in per_alloc[a] if x) for a in allocs]
     # A mean over fewer workloads is not comparable: say so in the cell.
-    rows.append(["**geometric mean**"] + [
+    rows.append(["**geometric mean**", "all"] + [
         ("**%.2f**" % x + (" (%d/%d)" % (c, len(workloads)) if c < len(workloads) else "")) if x else "NA"
         for x, c in zip(g, cnt)])
+    by_kind = {}
+    kinds = [k for k in ("own", "real") if any(kind(w) == k for w in workloads)]
+    if len(kinds) > 1:
+        for k in kinds:
+            idx = [i for i, w in enumerate(workloads) if kind(w) == k]
+            gk = [gmean([per_alloc[a][i] for i in idx]) for a in allocs]
+            ck = [sum(1 for i in idx if per_alloc[a][i]) for a in allocs]
+            rows.append(["geometric mean", k] + [
+                ("%.2f" % x + (" (%d/%d)" % (c, len(idx)) if c < len(idx) else "")) if x else "NA"
+                for x, c in zip(gk, ck)])
+            by_kind[k] = dict(zip(allocs, gk))
     GMEAN_COUNT.update({(title, a): c for a, c in zip(allocs, cnt)})
-    return table(title, ["workload"] + allocs, rows, note), dict(zip(allocs, g))
+    GMEAN_KIND[title] = by_kind
+    return table(title, ["workload", "program"] + allocs, rows, note), dict(zip(allocs, g))
 
 
 def plot(workloads, allocs, data, png):
@@ -159,7 +185,7 @@ def plot(workloads, allocs, data, png):
                 for a in allocs:
                     v = med(data, w, a, key)
                     vals.append("%.4f" % (v / ref) if v and ref else "NaN")
-                f.write(w + " " + " ".join(vals) + "\n")
+                f.write(w + ("[real]" if kind(w) == "real" else "") + " " + " ".join(vals) + "\n")
             f.write("\n\n")
     gp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plot-bench.gp")
     colors = " ".join(COLORS.get(a, "#777777") for a in allocs)
@@ -188,6 +214,13 @@ def fastpath_table(path):
                          "From `scripts/fastpath.sh`: callgrind instruction counts inside a "
                          "`malloc(size); *p = 1; free(p)` function, (Ir(2N) - Ir(N)) / N with N = 100,000, "
                          "so start-up costs cancel. Includes about 10 instructions of the probe itself (call, PLT jumps, test, store).")
+        elif kind == "malloc-fifo":
+            out += table("Hot path: instructions per malloc+free pair, FIFO (single thread)",
+                         ["allocator"] + ["%s B" % s for s in sizes], rows,
+                         "The same count when the 64 live objects form a queue: each `malloc` is "
+                         "followed by the `free` of the object allocated 64 mallocs earlier "
+                         "(`fastpath SIZE N fifo`), so the allocator cycles through 65 objects "
+                         "instead of handing back the one just freed.")
         else:
             out += table("Hot path: instructions per C++ new+delete pair (single thread)",
                          ["allocator"] + ["%s B" % s for s in sizes], rows,
@@ -231,9 +264,13 @@ def main():
     out = []
     out += value_table("Wall time, median seconds", workloads, main_allocs, data, "wall_s",
                        lambda v: "%.3f" % v,
-                       "`*` = some repetitions failed (crash or timeout); NA = all failed or not run (in ratio tables: this cell or the reference has no number).")
+                       "`program`: `own` = our own program in `bench/`, `real` = a Debian program "
+                       "(%s) driven by a script. "
+                       "`*` = some repetitions failed (crash or timeout); NA = all failed or not run (in ratio tables: this cell or the reference has no number)."
+                       % ", ".join(w for w in workloads if kind(w) == "real"))
     ref_mi = "mimalloc" if "mimalloc" in allocs else main_allocs[0]
-    t_mi, g_mi = ratio_table("Wall time relative to %s (lower is better)" % ref_mi,
+    t_mi_title = "Wall time relative to %s (lower is better)" % ref_mi
+    t_mi, g_mi = ratio_table(t_mi_title,
                              workloads, main_allocs, data, "wall_s", ref_mi)
     out += t_mi
     g_gl = {}
@@ -256,10 +293,10 @@ def main():
     units = {w: data[(w, a)]["unit"] for (w, a) in data}
     thr_rows = []
     for w in workloads:
-        thr_rows.append(["%s (%s)" % (w, units.get(w, ""))] +
+        thr_rows.append(["%s (%s)" % (w, units.get(w, "")), kind(w)] +
                         [fmt_thr(med(data, w, a, "throughput")) + mark(data, w, a)
                          for a in main_allocs])
-    out += table("Workload throughput, median (higher is better)", ["workload (unit)"] + main_allocs,
+    out += table("Workload throughput, median (higher is better)", ["workload (unit)", "program"] + main_allocs,
                  thr_rows, "Each workload's own measure of its timed section; for the real "
                  "programs, work units per second of wall time.")
     if len(pin_allocs) > 1 and pin_workloads:
@@ -277,7 +314,10 @@ def main():
     for a in main_allocs:
         parts = []
         if g_mi.get(a):
-            parts.append("time %.2f× %s" % (g_mi[a], ref_mi))
+            split = GMEAN_KIND.get(t_mi_title, {})
+            parts.append("time %.2f× %s" % (g_mi[a], ref_mi) + (
+                " (own programs %s, real programs %s)" % tuple(
+                    fmt_ratio(split[k].get(a)) for k in ("own", "real")) if len(split) == 2 else ""))
         if g_gl.get(a):
             parts.append("%.2f× glibc" % g_gl[a])
         if g_rss.get(a):
@@ -331,7 +371,9 @@ def main():
                       s.split(":", 1)[1].replace("_", " ") if ":" in s else "") for s in skipped), ""]
         lines += ["## Machine", ""] + mach + [""]
         lines += ["## Summary", "",
-                  "Geometric means of the per-workload median ratios (lower is better):", "",
+                  "Geometric means of the per-workload median ratios (lower is better); in "
+                  "parentheses, the same over our own programs (`bench/`) and over the real programs "
+                  "(%s):" % (", ".join(w for w in workloads if kind(w) == "real") or "none"), "",
                   "| allocator | geometric mean | workloads |", "|---|---|---|"] + headline + [""]
         if o.plot and not plot_msg:
             lines += ["![time and peak RSS relative to mimalloc](%s)" % os.path.basename(o.plot), ""]

@@ -2,9 +2,9 @@
 # Runs the benchmark suite under every allocator, interleaved, and writes results/.
 # Usage: scripts/bench.sh [--quick|--full] [--runs N] [--only W[,W..]] [--alloc A[,A..]]
 #                         [--no-fastpath] [--list] [--help]
-#   default  3 runs, moderate scale (make bench, < 10 min on 2 cores)
+#   default  3 runs, moderate scale (make bench, about 12 min on 2 cores)
 #   --full   5 runs, full scale (make bench-full, the committed results)
-#   --quick  1 run, small scale (< 3 min)
+#   --quick  1 run, small scale (about 2 min)
 # --only/--alloc narrow the run; a narrowed run writes its own CSV and prints the table
 # but leaves results/latest.csv, README.md and the plot alone.
 set -uo pipefail
@@ -16,9 +16,15 @@ unset LD_PRELOAD BOBOX_PIN
 B=$ROOT/build/bench
 MODE=moderate RUNS= ONLY= ALLOCS= FASTPATH=1
 WORKLOADS="server server-t2 prodcons batches batches-t1 falseshare mixed pipeline mergesort
-           paging71 paging72 realloc python sort gcc clang sqlite postgres"
+           paging71 paging72 realloc handoff powerlaw powerlaw-t2 tight-t1 tight fifo1k fifo4k
+           fifo8k bigbuf python sort gcc clang sqlite postgres redis"
 # Multi-threaded workloads: these also run under the pinning variants.
-MT="server server-t2 prodcons batches falseshare pipeline mergesort realloc sort"
+MT="server server-t2 prodcons batches falseshare pipeline mergesort realloc handoff powerlaw-t2
+    tight sort"
+# Real programs (Debian packages driven by a script); every other workload is our own program
+# in bench/. The CSV's kind column and the report's tables say which is which.
+REAL="python sort gcc clang sqlite postgres redis"
+NCPU=$(nproc 2>/dev/null || echo 2)
 
 usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
@@ -29,7 +35,7 @@ while [ $# -gt 0 ]; do
     --only) ONLY="$ONLY ${2//,/ }"; shift ;;
     --alloc) ALLOCS="$ALLOCS ${2//,/ }"; shift ;;
     --no-fastpath) FASTPATH=0 ;;
-    --list) echo "workloads: $WORKLOADS" | tr -s ' \n' ' '; echo; echo "allocators: $BENCH_ALL_ALLOCS"; exit 0 ;;
+    --list) echo "workloads: $WORKLOADS" | tr -s ' \n' ' '; echo; echo "real programs (the rest are ours): $REAL"; echo "allocators: $BENCH_ALL_ALLOCS"; exit 0 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "bench.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
   esac
@@ -55,7 +61,8 @@ echo "== bobox-malloc benchmarks: mode=$MODE runs=$RUNS scale=$S"
 
 # ---- dependencies and build ------------------------------------------------------------
 bench_ensure_pkgs libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox valgrind \
-                  python3 sqlite3 coreutils gcc clang postgresql
+                  python3 sqlite3 coreutils gcc clang postgresql \
+                  redis-server redis-tools
 if ! make -s -C "$ROOT" bench-bins >/dev/null; then
   echo "bench.sh: building the workloads failed" >&2; exit 1
 fi
@@ -95,6 +102,7 @@ n_gcc=$(awk -v s=$S 'BEGIN {n = int(400*s); print n < 10 ? 10 : n}')
 n_sql=$(awk -v s=$S 'BEGIN {printf "%d", 200000*s}')
 n_py=$(awk -v s=$S 'BEGIN {n = int(16*s); print n < 1 ? 1 : n}')
 n_pg=$(awk -v s=$S 'BEGIN {n = int(1000*s); print n < 50 ? 50 : n}')
+n_redis=$(awk -v s=$S 'BEGIN {n = int(500000*s); print n < 20000 ? 20000 : n}')   # requests per test
 gen() {  # kind file n
   [ -s "$DATA/$2" ] && return 0
   "$B/gendata" "$1" "$3" > "$DATA/$2.tmp" && mv -f "$DATA/$2.tmp" "$DATA/$2"
@@ -113,6 +121,12 @@ if case " $(echo $WORKLOADS) " in *" postgres "*) true ;; *) false ;; esac; then
   fi
 fi
 trap 'rm -rf "$SNAP" ${PGDIR:+"$PGDIR"}' EXIT
+if case " $(echo $WORKLOADS) " in *" redis "*) true ;; *) false ;; esac; then
+  if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
+    echo "bench: skipping redis: redis-server or redis-benchmark missing (Debian packages redis-server, redis-tools)"
+    WORKLOADS=$(for w in $WORKLOADS; do [ "$w" = redis ] || echo $w; done)
+  fi
+fi
 # Warm the page cache so the first allocator is not charged for reading the inputs.
 cat "$DATA/words-$n_sort.txt" "$DATA/big-$n_gcc.c" "$DATA/ins-$n_sql.sql" > /dev/null
 
@@ -132,6 +146,15 @@ workload() {
     paging71)   THREADS=1; CMD=("$B/paging" 71 $S) ;;
     paging72)   THREADS=1; CMD=("$B/paging" 72 $S) ;;
     realloc)    THREADS=4; CMD=("$B/realloc" 4 $S) ;;
+    handoff)    THREADS=$NCPU; CMD=("$B/handoff" $NCPU $S) ;;
+    powerlaw)   THREADS=1; CMD=("$B/powerlaw" 1 $S) ;;
+    powerlaw-t2) THREADS=2; CMD=("$B/powerlaw" 2 $S) ;;
+    tight-t1)   THREADS=1; CMD=("$B/tightloop" 1 $S) ;;
+    tight)      THREADS=$NCPU; CMD=("$B/tightloop" $NCPU $S) ;;
+    fifo1k)     THREADS=1; CMD=("$B/fifo" 1024 $S) ;;
+    fifo4k)     THREADS=1; CMD=("$B/fifo" 4096 $S) ;;
+    fifo8k)     THREADS=1; CMD=("$B/fifo" 8192 $S) ;;
+    bigbuf)     THREADS=1; CMD=("$B/bigbuf" 1 $S) ;;
     python)     THREADS=1; ENVX=PYTHONMALLOC=malloc; UNITS=$n_py; UNIT=rounds/s
                 CMD=("$PY" "$ROOT/bench/real/pyalloc.py" $S) ;;
     sort)       THREADS=4; ENVX=LC_ALL=C; UNITS=$n_sort; UNIT=lines/s
@@ -141,6 +164,7 @@ workload() {
     clang)      THREADS=1; UNITS=$n_gcc; UNIT=functions/s   # a C++ program: new and delete
                 CMD=(clang -O2 -c -o /dev/null "$DATA/big-$n_gcc.c") ;;
     postgres)   THREADS=4; CMD=("$ROOT/bench/real/pgbench.sh" "$PGDIR" $n_pg) ;;  # 4 clients
+    redis)      THREADS=1; CMD=("$ROOT/bench/real/redis.sh" $n_redis) ;;  # 50 connections, pipelined
     sqlite)     THREADS=1; UNITS=$n_sql; UNIT=rows/s; RIN=$DATA/ins-$n_sql.sql
                 CMD=(sqlite3 :memory:) ;;
   esac
@@ -155,7 +179,7 @@ STAMP=$(date +%Y%m%d-%H%M%S)
 CSV=results/$STAMP-$HOST.csv
 [ $NARROW = 1 ] && CSV=results/$STAMP-$HOST-partial.csv
 LOG=$B/logs/$STAMP.log
-echo "date,host,mode,run,workload,alloc,threads,scale,status,wall_s,secs,throughput,unit,maxrss_kb,minflt,majflt,utime_s,stime_s" > "$CSV"
+echo "date,host,mode,run,workload,alloc,threads,scale,status,wall_s,secs,throughput,unit,maxrss_kb,minflt,majflt,utime_s,stime_s,kind" > "$CSV"
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 nfail=0
 for run in $(seq 1 "$RUNS"); do
@@ -193,7 +217,8 @@ for run in $(seq 1 "$RUNS"); do
           "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
       fi
       scale=$S; [ "$w" = mergesort ] && scale=$MS
-      echo "$DATE,$HOST,$MODE,$run,$w,$a,$THREADS,$scale,$status,$wall,${secs:-NA},${thr:-NA},${unit:-NA},$rss,$minf,$majf,$ut,$st" >> "$CSV"
+      kind=own; case " $REAL " in *" $w "*) kind=real ;; esac
+      echo "$DATE,$HOST,$MODE,$run,$w,$a,$THREADS,$scale,$status,$wall,${secs:-NA},${thr:-NA},${unit:-NA},$rss,$minf,$majf,$ut,$st,$kind" >> "$CSV"
     done
   done
 done

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per malloc+free pair on the single-thread hot path, from callgrind, and per
-# C++ new+delete pair (`::operator new(size)`, sized `::operator delete`).
+# C++ new+delete pair (`::operator new(size)`, sized `::operator delete`). Two malloc
+# patterns, each with 64 live objects of the size: LIFO (free what was just allocated) and
+# FIFO (free the object allocated 64 mallocs earlier, a queue).
 # For each allocator and size, runs build/bench/fastpath (fastpath_new) with N and 2N pairs,
 # counting only inside pair() (--toggle-collect), and reports (Ir(2N) - Ir(N)) / N: start-up,
 # first-touch and lazy-binding costs appear in both runs and cancel out.
@@ -18,7 +20,7 @@ while [ $# -gt 0 ]; do
     --alloc) ALLOCS=${2//,/ }; shift ;;
     --pairs) N=$2; shift ;;
     --out) OUT=$2; shift ;;
-    -h|--help) sed -n '2,7s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "fastpath.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -29,26 +31,27 @@ command -v valgrind >/dev/null || { echo "fastpath.sh: valgrind missing" >&2; ex
 
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 # Ir collected inside pair() for one run; empty on failure.
-count() {  # preload pairs size probe
+count() {  # preload pairs size probe [pattern]
   local f=$TMP/cg.out
   rm -f "$f"
   env ${1:+LD_PRELOAD=$1} valgrind --tool=callgrind --toggle-collect='pair*' \
-      --callgrind-out-file="$f" "$ROOT/build/bench/$4" "$3" "$2" >/dev/null 2>&1 || return 1
+      --callgrind-out-file="$f" "$ROOT/build/bench/$4" "$3" "$2" ${5:-} >/dev/null 2>&1 || return 1
   awk '/^(summary|totals):/ {print $2; exit}' "$f"
 }
 
 mkdir -p "$(dirname "$OUT")"
 echo "alloc,size,instr_per_pair,pair" > "$OUT.tmp"
-for probe in fastpath fastpath_new; do
-  kind=malloc label=malloc/free
-  [ $probe = fastpath_new ] && kind=new label=new/delete
+# probe:pattern:kind (the CSV's pair column)
+for spec in fastpath:lifo:malloc fastpath:fifo:malloc-fifo fastpath_new::new; do
+  IFS=: read -r probe pattern kind <<<"$spec"
+  case $kind in malloc) label=malloc/free ;; malloc-fifo) label="FIFO 64" ;; new) label=new/delete ;; esac
   printf '%-10s' "$label"; for s in $SIZES; do printf '%8s' "$s B"; done; echo
   for a in $ALLOCS; do
     if ! bench_alloc_setup "$a"; then echo "fastpath: skipping $a: $ALLOC_WHY" >&2; continue; fi
     [ -n "$ALLOC_ENV" ] && continue            # pinning variants: same allocator
     printf '%-10s' "$a"
     for s in $SIZES; do
-      i1=$(count "$ALLOC_PRELOAD" "$N" "$s" $probe) i2=$(count "$ALLOC_PRELOAD" $((2 * N)) "$s" $probe)
+      i1=$(count "$ALLOC_PRELOAD" "$N" "$s" $probe $pattern) i2=$(count "$ALLOC_PRELOAD" $((2 * N)) "$s" $probe $pattern)
       if [ -n "$i1" ] && [ -n "$i2" ]; then
         v=$(awk -v a="$i1" -v b="$i2" -v n="$N" 'BEGIN {printf "%.1f", (b - a) / n}')
       else
@@ -61,4 +64,4 @@ for probe in fastpath fastpath_new; do
   done
 done
 mv -f "$OUT.tmp" "$OUT"
-echo "(instructions inside pair(): malloc or new + one store + free or delete + call overhead; written to $OUT)"
+echo "(instructions inside pair*(): malloc or new + one store + free or delete + call overhead; FIFO 64: malloc + free of the object allocated 64 mallocs earlier; written to $OUT)"
