@@ -28,6 +28,7 @@ new_stderr() { # plain.err preload.err
 compare_preload() { # name cmd...
     local name=$1; shift
     run_plain "$TMP/$name.plain.out" "$TMP/$name.plain.err" "$@"
+    [ -s "$TMP/$name.plain.out" ] || fail "$name: no output without the preload: nothing to compare"
     run_preload "$TMP/$name.bobox.out" "$TMP/$name.bobox.err" "$@"
     local extra; extra=$(new_stderr "$TMP/$name.plain.err" "$TMP/$name.bobox.err")
     [ -z "$extra" ] || { echo "$extra" | head -10; fail "$name: messages on stderr under the preload"; }
