@@ -3,6 +3,7 @@
  * hangs (a lock held by the other thread at fork time) is reported after 10 s and killed. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -20,9 +21,9 @@ static void spin(int n) {
     }
 }
 
+/* Yields while waiting: on a loaded machine a pure spin would starve the thread it waits for. */
 static void wait_for_go(void) {
-    while (!atomic_load_explicit(&go, memory_order_acquire)) {
-    }
+    while (!atomic_load_explicit(&go, memory_order_acquire)) sched_yield();
 }
 
 /* Its first action is to allocate: small, medium and large objects. */
