@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: the allocator loaded late, by dlopen (ctypes.CDLL) into a running python3:
-# its start-up must not crash, and what glibc's malloc handed out before stays freeable.
+# its start-up must not crash, and what glibc's malloc handed out before stays freeable; when
+# the static TLS space is used up, the load fails with glibc's message and python goes on.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib
 PY=/usr/bin/python3   # Debian's, whatever python3 comes first in PATH
@@ -14,4 +15,30 @@ grep -qx "owned=0 of 30 earlier buffers" "$TMP/late.err" || fail "bobox_owns cla
 run_preload "$TMP/early.out" "$TMP/early.err" "$PY" "$script" "$SO"
 grep -qx "owned=30 of 30 earlier buffers" "$TMP/early.err" || fail "under the preload: $(cat "$TMP/early.err")"
 same_output "$TMP/late.out" "$TMP/early.out" "python's results, allocator loaded late vs preloaded"
+# Initial-exec TLS (glibc's rule for a malloc, ours is 32 bytes) comes from the static TLS
+# surplus when loaded late: fill it with libraries of the same size, then load ours.
+build_c "$TMP/tls_filler.so" "$FIELD_SRC/tls_filler.c" -shared -fPIC
+for i in $(seq 0 199); do cp "$TMP/tls_filler.so" "$TMP/tls_filler$i.so"; done  # one object per file
+"$PY" - "$TMP" "$SO" >"$TMP/tls.out" 2>&1 <<'PY'
+import ctypes, sys
+tmp, so = sys.argv[1], sys.argv[2]
+for i in range(200):
+    try:
+        ctypes.CDLL("%s/tls_filler%d.so" % (tmp, i))
+    except OSError as e:
+        print("fillers loaded:", i)
+        break
+else:
+    sys.exit("the static TLS surplus never ran out")
+try:
+    ctypes.CDLL(so)
+    print("loaded")
+except OSError as e:
+    print("OSError:", str(e).replace(so, "libbobox.so"))
+print("python goes on:", sum(range(10)))
+PY
+cat "$TMP/tls.out"
+grep -qx "OSError: libbobox.so: cannot allocate memory in static TLS block" "$TMP/tls.out" ||
+    fail "loading with the static TLS space used up: expected glibc's error"
+grep -qx "python goes on: 45" "$TMP/tls.out" || fail "python did not go on"
 echo PASS
