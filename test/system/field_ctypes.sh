@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Guards against: the allocator loaded late, by dlopen (ctypes.CDLL) into a running python3:
-# its start-up must not crash, and what glibc's malloc handed out before stays freeable; when
-# the static TLS space is used up, the load fails with glibc's message and python goes on.
+# Guards against: a crash when libbobox.so is loaded late (ctypes.CDLL into a running python3).
+# What glibc's malloc handed out before stays python's to free; when the static TLS space is
+# used up, the load fails with glibc's message and python goes on.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib
 PY=/usr/bin/python3   # Debian's, whatever python3 comes first in PATH

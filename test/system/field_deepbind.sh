@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: a plugin loaded with RTLD_DEEPBIND (PHP extensions) binding glibc's malloc
-# while the host has ours, so that frees and reallocs across the boundary hit the wrong heap.
+# Guards against: frees and reallocs across an RTLD_DEEPBIND plugin, which binds glibc's malloc.
+# (PHP loads its extensions so: the host allocates with ours, the plugin with glibc's.)
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib
 need_cmd cc

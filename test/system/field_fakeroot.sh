@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Guards against: fakeroot's preload (its faked daemon and the program talking to it) breaking
-# when the allocator is preloaded too.
+# Guards against: fakeroot (its preload and faked daemon) breaking beside our preload.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_work; need_cmd fakeroot
 script='cd "$1" && id -u && touch file && chown 1234:5678 file && stat -c "%u:%g" file && rm file && "$2" 4'

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: an interposed clock_gettime (libfaketime) whose own set-up allocates, recursing
-# through the allocator's clock reads until the stack overflows.
+# Guards against: libfaketime's interposed clock_gettime recursing through our clock reads.
+# (Its set-up allocates; our malloc reads the clock through it; the stack overflows.)
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_work; need_cmd faketime
 # Both orders: faketime adds its library after ours, and ours after it.

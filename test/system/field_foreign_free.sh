@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: a pointer from glibc's own malloc handed to our free() or realloc() (a library
-# linked to glibc's allocator directly): a clear message and abort, never silent corruption.
+# Guards against: silent corruption when free()/realloc() get a pointer from glibc's own malloc.
+# We abort with a message naming the call and the pointer (docs/limits.md says why).
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_foreign_free
 prog=$PROGS/field_foreign_free

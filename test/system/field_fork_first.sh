@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Guards against: a deadlock or crash in the child when one thread forks while another is
-# inside its very first allocation (setting up its heap).
+# Guards against: a child deadlocking when a thread forks during another thread's first malloc.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_fork_first
 compare_preload fork_first "$PROGS/field_fork_first" 500

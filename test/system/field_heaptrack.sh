@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Guards against: a second malloc interposer (heaptrack's preload forwards to the next malloc,
-# ours) losing calls or crashing when both are preloaded.
+# Guards against: heaptrack (a malloc interposer forwarding to ours) losing calls or crashing.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_work; need_cmd heaptrack heaptrack_print
 mkdir "$TMP/data"

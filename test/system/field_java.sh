@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: the JVM (javac, java) under the preload and under bobox-run, whose GC and JIT
-# threads start before main and take the first CPUs: a crash, a hang or different results.
+# Guards against: javac/java crashing, hanging or computing differently under the preload or bobox-run.
+# (The JVM's GC and JIT threads start before main and take the first CPUs under bobox-run.)
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_cmd java javac
 src=$FIELD_SRC/Field.java

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: man-db, which runs its filters under its own seccomp sandbox (refusing mbind,
-# getcpu, get_mempolicy with an error): the page must come out the same, without messages.
+# Guards against: man-db failing under the preload while its seccomp sandbox refuses our calls.
+# (Its filter answers mbind, getcpu, get_mempolicy with an error.)
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_cmd man
 export MANWIDTH=80 MANPAGER=cat PAGER=cat

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: node (V8's heap, its worker threads, libuv's thread pool) under the preload
-# and under bobox-run: a crash or different results. Debian's /usr/bin/node, whatever comes
-# first in PATH.
+# Guards against: node (V8, worker threads, libuv's pool) failing under the preload or bobox-run.
+# Debian's /usr/bin/node, whatever comes first in PATH.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib
 NODE=/usr/bin/node

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: python3 importing numpy (its C extensions, BLAS, 64-byte aligned
-# buffers) under the preload and under bobox-run: a crash or different results.
+# Guards against: python3 with numpy failing or computing differently under the preload or bobox-run.
+# (C extensions, BLAS, 64-byte aligned buffers.)
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib
 PY=/usr/bin/python3   # Debian's, with python3-numpy

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: a program that brings its own malloc family (statically linked allocator):
-# it must keep serving everything, libc and threads included, with ours loaded and unused.
+# Guards against: breaking a program that brings its own malloc family (a static allocator).
+# Its allocator must keep serving everything, libc and threads included; ours is unused.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_own_malloc
 compare_preload own_malloc "$PROGS/field_own_malloc"

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Guards against: the Ruby interpreter (its own heap pages, GC, threads) under the preload and
-# under bobox-run: a crash or different results.
+# Guards against: ruby (own heap pages, GC, threads) failing under the preload or bobox-run.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_cmd ruby
 code='

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Guards against: a container or sandbox that answers mbind, get_mempolicy, getcpu and getrandom
-# with EPERM (no CAP_SYS_NICE): the program must run as usual and the allocator print nothing.
+# Guards against: failures or messages when mbind, get_mempolicy, getcpu, getrandom get EPERM.
+# (Containers without CAP_SYS_NICE; the program must run as usual and we print nothing.)
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_work; need_cmd cc
 [ -e /usr/include/seccomp.h ] || fail "seccomp.h is missing (scripts/deps.sh installs libseccomp-dev)"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Guards against: a sandbox that kills the process on an unexpected system call (man-db, systemd's
-# SystemCallFilter=): the allocator must make none of mbind, get_mempolicy, getcpu on its own
-# where the program without it makes none (one NUMA node, no setting asking for them).
+# Guards against: a sandbox killing the program because we make mbind/getcpu/get_mempolicy.
+# We must make none where the program alone makes none (one NUMA node, no setting asking).
+# (man-db, systemd's SystemCallFilter= and hand-written filters kill on unexpected calls.)
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_work; need_cmd cc
 [ -e /usr/include/seccomp.h ] || fail "seccomp.h is missing (scripts/deps.sh installs libseccomp-dev)"

@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Guards against: LD_AUDIT (sotruss) together with LD_PRELOAD: the auditor's own allocations
-# and the PLT bindings it reports must go through the preloaded allocator without a crash.
+# Guards against: LD_AUDIT (sotruss) together with our LD_PRELOAD crashing or losing bindings.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_work; need_cmd sotruss
 run_plain "$TMP/plain.out" "$TMP/plain.err" sotruss -f -o "$TMP/plain.trace" -- "$PROGS/field_work" 4

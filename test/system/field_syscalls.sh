@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Guards against: a system call the allocator starts making without docs/syscalls.md saying
-# when and what happens when it is refused, and an unusual one (NUMA, scheduler) at start-up.
+# Guards against: a system call we make that docs/syscalls.md does not list, or an unusual one at start-up.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_cmd strace cc
 DOC=$BOBOX_ROOT/docs/syscalls.md

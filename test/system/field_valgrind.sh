@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
-# Guards against: Valgrind, which replaces malloc itself, crashing or losing sight of the
-# program's allocations when our malloc is preloaded too.
+# Guards against: Valgrind (which replaces malloc itself) crashing or missing allocations beside us.
 source "$(dirname "$0")/../progs/field_common.sh"
 need_lib; need_prog field_work; need_cmd valgrind
 VG=(valgrind --error-exitcode=9 --log-file="$TMP/vg.%q{VGRUN}.log")
