@@ -8,6 +8,9 @@ set -euo pipefail
 # libc++: the C++ operators are also tested against LLVM's C++ runtime (alloc_libcxx.sh).
 # strace: pin_tree counts which processes read the CPU topology.
 # man-db, pkg-config: the install tests read the installed man pages and build with bobox.pc.
+# The field suite (test/system/field_*.sh) runs tools and runtimes stacked with the preload:
+# sotruss (libc-devtools), libseccomp-dev, faketime, fakeroot, heaptrack, valgrind, man-db,
+# openjdk-17-jdk-headless, python3-numpy, ruby, nodejs (Debian's /usr/bin/node).
 # postgresql (a database server under the preload, alloc_real_postgres.sh) is optional: its
 # package starts a server when installed, which some containers refuse; the test then skips.
 py=
@@ -15,7 +18,9 @@ if [ -x /usr/bin/python3 ]; then
   py=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
 fi
 [ -n "$py" ] || py=$(apt-cache depends python3 2>/dev/null | sed -nE 's/^ *Depends: python(3\.[0-9]+)$/\1/p' | head -1)
-pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl strace man-db pkg-config libc++-dev libc++abi-dev "libpython${py:-3.11}-testsuite" "$@")
+pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl strace libc++-dev libc++abi-dev "libpython${py:-3.11}-testsuite"
+      libc-devtools libseccomp-dev faketime fakeroot heaptrack valgrind man-db pkg-config
+      openjdk-17-jdk-headless python3-numpy ruby nodejs "$@")
 optional=(postgresql)
 absent() {  # the packages of "$@" not installed
   for p in "$@"; do
