@@ -16,9 +16,9 @@ LIB_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude -Iallocator 
 TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -pthread -Iinclude -Iallocator -Itest -DBX_TESTING
 
 # Every allocator source is built twice: for libbobox.so with BOBOX_OVERRIDE (the standard
-# names, the C++ operators: cxx.c and operators.c go only there), and for
+# names, the C++ operators, dlopen: cxx.c, operators.c and dlopen.c go only there), and for
 # libbobox.a with BX_TESTING (bobox_* names only, and the hooks the unit tests use).
-CXX_SRCS := allocator/cxx.c allocator/operators.c
+CXX_SRCS := allocator/cxx.c allocator/operators.c allocator/dlopen.c
 ALLOC_SRCS := $(filter-out $(CXX_SRCS),$(wildcard allocator/*.c))
 SO_OBJS := $(patsubst allocator/%.c,$(BUILD)/so/%.o,$(ALLOC_SRCS) $(CXX_SRCS))
 A_OBJS  := $(patsubst allocator/%.c,$(BUILD)/a/%.o,$(ALLOC_SRCS))

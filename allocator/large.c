@@ -98,7 +98,7 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
         release(evict_at_least(need));
         char *base = bx_os_map_aligned(need, alignment, page());
         if (!base) return NULL;
-        bx_os_bind(base, need, node);
+        bx_node_bind(base, need, node);
         bx_os_advise_huge(base, need, bx_thp_advice(false)); /* kept through the cache and mremap */
         l = (bx_large_t *)base;
         l->base = base;
@@ -136,11 +136,11 @@ static bx_large_t *evict_at_least(size_t bytes) {
 
 /* Unlinks what is past the size limit or the decay delay (all: everything), oldest first,
  * into a list through `anext`. Called with the lock held. */
-static bx_large_t *collect(bool all) {
-    uint64_t now = bx_now_ms();
+static bx_large_t *collect(bool all, uint64_t now) {
     bx_large_t *out = NULL;
     while (oldest &&
-           (all || cache_bytes > bx_options.cache_bytes || now - oldest->cached_since_ms >= bx_options.decay_ms)) {
+           (all || cache_bytes > bx_options.cache_bytes ||
+            (now > oldest->cached_since_ms && now - oldest->cached_since_ms >= bx_options.decay_ms))) {
         bx_large_t *l = oldest;
         cache_remove(l);
         l->anext = out;
@@ -171,7 +171,7 @@ void bx_large_free(bx_large_t *l) {
         bx_lock(&cache_lock);
         cache_insert(l);
         if (cache_bytes > bx_options.cache_bytes || l->cached_since_ms >= next_expiry_check_ms)
-            expired = collect(false);
+            expired = collect(false, l->cached_since_ms);
         bx_unlock(&cache_lock);
     } else {
         l->anext = NULL;
@@ -215,8 +215,9 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
 
 size_t bx_large_purge(bool all) {
     if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return 0;
+    uint64_t now = bx_now_ms(); /* before the lock: an interposed clock may allocate */
     bx_lock(&cache_lock);
-    bx_large_t *expired = collect(all);
+    bx_large_t *expired = collect(all, now);
     bx_unlock(&cache_lock);
     return release(expired);
 }

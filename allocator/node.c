@@ -67,20 +67,23 @@ void bx_node_init(void) {
 
 int bx_node_count(void) { return node_count; }
 int bx_node_of_cpu(int cpu) { return cpu >= 0 && cpu < BX_MAX_CPUS ? cpu_node[cpu] : 0; }
-int bx_node_current(void) { return bx_node_of_cpu(bx_os_current_cpu()); }
+/* On one node neither call is made: a sandbox may kill on getcpu or mbind, and glibc's
+ * malloc makes neither. */
+int bx_node_current(void) { return node_count > 1 ? bx_node_of_cpu(bx_os_current_cpu()) : 0; }
+bool bx_node_bind(void *p, size_t size, int node) { return node_count > 1 ? bx_os_bind(p, size, node) : true; }
 
 static void release(bx_superblock_t *sb) { bx_os_unmap(sb, BX_SUPERBLOCK_SIZE); }
 
-/* Unlinks and returns, in `out`, superblocks beyond the cache's size or age limits.
- * Called with the node's lock held; the caller unmaps them after unlocking. */
-static bx_superblock_t *collect_expired(bx_node_t *n, bool all) {
-    uint64_t now = bx_now_ms();
+/* Unlinks and returns, in `out`, superblocks beyond the cache's size or age limits at time
+ * `now` (ms, read before the lock: an interposed clock may allocate). Called with the node's
+ * lock held; the caller unmaps them after unlocking. */
+static bx_superblock_t *collect_expired(bx_node_t *n, bool all, uint64_t now) {
     size_t keep_max = bx_options.cache_bytes / BX_SUPERBLOCK_SIZE;
     bx_superblock_t *out = NULL, **link = &n->cache;
     size_t kept = 0;
     while (*link) {
         bx_superblock_t *sb = *link;
-        bool expired = all || kept >= keep_max || now - sb->cached_since_ms >= bx_options.decay_ms;
+        bool expired = all || kept >= keep_max || (now > sb->cached_since_ms && now - sb->cached_since_ms >= bx_options.decay_ms);
         if (expired) {
             *link = sb->next;
             sb->next = out;
@@ -108,6 +111,7 @@ static size_t release_list(bx_superblock_t *sb) {
 bx_superblock_t *bx_node_take(int node, unsigned tag) {
     if (node < 0 || node >= node_count) node = 0;
     bx_node_t *n = &nodes[node];
+    uint64_t now = bx_now_ms();
     bx_lock(&n->lock);
     bx_superblock_t *sb = n->cache;
     if (sb) {
@@ -115,13 +119,13 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
         n->cached--;
     }
     n->in_use++;
-    bx_superblock_t *expired = collect_expired(n, false);
+    bx_superblock_t *expired = collect_expired(n, false, now);
     bx_unlock(&n->lock);
     release_list(expired);
 
     if (!sb) {
         sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_REGION_SIZE, 0); /* whole regions: pagemap.h */
-        if (sb) bx_os_bind(sb, BX_SUPERBLOCK_SIZE, node);
+        if (sb) bx_node_bind(sb, BX_SUPERBLOCK_SIZE, node);
         /* The advice stays with the mapping while it waits in the cache. */
         if (sb) bx_os_advise_huge(sb, BX_SUPERBLOCK_SIZE, bx_thp_advice(true));
     }
@@ -143,24 +147,25 @@ void bx_node_give(bx_superblock_t *sb) {
     bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, 0);
     bx_node_t *n = &nodes[sb->node];
     sb->tag = 0;
-    sb->cached_since_ms = bx_now_ms();
+    uint64_t now = sb->cached_since_ms = bx_now_ms();
     bx_lock(&n->lock);
     n->in_use--;
     sb->next = n->cache;
     n->cache = sb;
     n->cached++;
-    bx_superblock_t *expired = collect_expired(n, false);
+    bx_superblock_t *expired = collect_expired(n, false, now);
     bx_unlock(&n->lock);
     release_list(expired);
 }
 
 size_t bx_node_purge(bool all) {
     size_t bytes = 0;
+    uint64_t now = bx_now_ms();
     for (int i = 0; i < node_count; i++) {
         bx_node_t *n = &nodes[i];
         if (!atomic_load_explicit(&n->cached, memory_order_relaxed)) continue;
         bx_lock(&n->lock);
-        bx_superblock_t *expired = collect_expired(n, all);
+        bx_superblock_t *expired = collect_expired(n, all, now);
         bx_unlock(&n->lock);
         bytes += release_list(expired);
     }

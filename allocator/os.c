@@ -20,6 +20,17 @@
 
 static atomic_size_t mapped_bytes, peak_mapped_bytes, released_bytes;
 
+uint64_t bx_now_ns(void) {
+    static BX_TLS volatile bool reading; /* volatile: the clock it guards cannot see it */
+    static BX_TLS uint64_t last;
+    if (BX_UNLIKELY(reading)) return last;
+    reading = true;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    reading = false;
+    return last = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void count_mapped(size_t size) {
     size_t now = atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed) + size;
     size_t peak = atomic_load_explicit(&peak_mapped_bytes, memory_order_relaxed);
