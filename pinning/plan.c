@@ -1,10 +1,12 @@
-/* The CPU order (DESIGN §8): one logical CPU of every core before any Hyper-Threading sibling,
- * because two threads on two cores beat two threads on one core's siblings.
+/* The CPU order (DESIGN §8, docs/pinning-order.md): one logical CPU of every core before any
+ * Hyper-Threading sibling, because two threads on two cores beat two threads on one core's siblings.
  *
- * Within a round the cores are grouped node > package > L3 > L2 > core. scatter deals them
- * out round-robin at every level (consecutive threads on different nodes, then on different
- * caches within a node: less contention for memory controllers and caches); compact takes the
- * groups one after the other (threads that share data share caches and a node).
+ * Within a round the cores are grouped by the topology tree: package > NUMA node > L3 > L2 > core
+ * (node > package when a node holds whole packages). scatter deals them out round-robin at every
+ * level, as KMP_AFFINITY=scatter and hwloc-distrib do: consecutive threads on different packages
+ * first (each has its own memory controllers, L3 and power budget), then different nodes of a
+ * package, then different caches; compact takes the groups one after the other, node first
+ * (threads that share data share a node and caches).
  *
  * Hybrid parts: the rounds are split by speed class, fastest first. So on a part with HT
  * P-cores and E-cores the order is P-cores, then E-cores, then the P-cores' siblings: a second
@@ -164,21 +166,35 @@ int bp_inherit_allowed(cpu_set_t *mask, const char *env)
     return 1;
 }
 
+enum level { LVL_NODE, LVL_PACKAGE, LVL_L3, LVL_L2 };
+
 struct ctx {
     const struct bt_topology *t;
-    const short *first; /* per core: its lowest allowed CPU */
+    const short *first;        /* per core: its lowest allowed CPU */
+    enum level level[NLEVELS]; /* outermost first */
 };
 
 static int level_key(const struct ctx *x, int core, int lvl)
 {
     const struct bt_core *k = &x->t->core[core];
     int c = x->first[core];
-    switch (lvl) {
-    case 0: return k->node;
-    case 1: return k->package;
-    case 2: return x->t->cpu[c].l3;
+    switch (x->level[lvl]) {
+    case LVL_NODE: return k->node;
+    case LVL_PACKAGE: return k->package;
+    case LVL_L3: return x->t->cpu[c].l3;
     default: return x->t->cpu[c].l2;
     }
+}
+
+/* 1 if some package's cores lie on more than one node (sub-NUMA clustering, multi-die parts):
+ * then the package is the outer level of the tree. */
+static int package_spans_nodes(const struct bt_topology *t)
+{
+    for (int i = 0; i < t->ncores; i++)
+        for (int j = i + 1; j < t->ncores; j++)
+            if (t->core[i].package == t->core[j].package && t->core[i].node != t->core[j].node)
+                return 1;
+    return 0;
 }
 
 /* Orders cores[0..n) (one group at level lvl-1) into out: groups at level lvl, ranked by their
@@ -273,7 +289,11 @@ int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct
         if (na[i] > maxr)
             maxr = na[i];
     }
-    struct ctx x = { t, first };
+    struct ctx x = { t, first, { LVL_NODE, LVL_PACKAGE, LVL_L3, LVL_L2 } };
+    if (spec->policy == BP_SCATTER && package_spans_nodes(t)) {
+        x.level[0] = LVL_PACKAGE;
+        x.level[1] = LVL_NODE;
+    }
     int ord[nc], cls_start[t->nclasses + 1], m = 0;
     for (int cls = 0; cls < t->nclasses; cls++) {
         int sel[nc], ns = 0;

@@ -54,6 +54,80 @@ TEST_CASE("plan: 4 NUMA nodes x 6 cores (Opteron 8431)", "[pin][plan]")
     check_counts(*t, "compact", range(0, 23));
 }
 
+TEST_CASE("plan: scatter spreads packages before the nodes inside them (4 x Magny-Cours)", "[pin][plan]")
+{
+    auto t = load("4s2n-magnycours"); // node n = CPUs n*6..n*6+5, package s = nodes 2s, 2s+1
+    std::vector<int> scatter;
+    for (int i = 0; i < 6; i++)
+        for (int die = 0; die < 2; die++)
+            for (int s = 0; s < 4; s++)
+                scatter.push_back((s * 2 + die) * 6 + i);
+    // 0, 12, 24, 36 (one per package), then 6, 18, 30, 42 (the packages' second nodes), ...
+    check_counts(*t, "scatter", scatter);
+    check_counts(*t, "compact", range(0, 47));
+}
+
+TEST_CASE("plan: 2 sockets x 2 nodes (sub-NUMA clusters) x 4 cores x 2 HT", "[pin][plan]")
+{
+    auto t = load("2s2n-snc-ht"); // nodes 0-3, 4-7 | 8-11, 12-15; siblings +16
+    std::vector<int> round = { 0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15 };
+    std::vector<int> siblings;
+    for (int c : round)
+        siblings.push_back(c + 16);
+    check_counts(*t, "scatter", cat(round, siblings));
+    check_counts(*t, "compact", range(0, 31));
+}
+
+TEST_CASE("plan: EPYC NPS2, packages then nodes then L3 complexes then cores", "[pin][plan]")
+{
+    auto t = load("2s2n-epyc-nps2"); // node = 4 cores in 2 L3s of 2; siblings +16
+    std::vector<int> round = { 0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15 };
+    std::vector<int> siblings;
+    for (int c : round)
+        siblings.push_back(c + 16);
+    check_counts(*t, "scatter", cat(round, siblings));
+    check_counts(*t, "compact", range(0, 31));
+}
+
+TEST_CASE("plan: a node holding two packages is the outer level", "[pin][plan]")
+{
+    auto t = load("4s-on-2n"); // node 0 = packages 0 (0-1), 1 (2-3); node 1 = packages 2, 3
+    check_counts(*t, "scatter", { 0, 4, 2, 6, 1, 5, 3, 7 });
+    check_counts(*t, "compact", range(0, 7));
+}
+
+// At every prefix of scatter's first round, the threads per package differ by at most one
+// among packages with a core left, and so do the threads per node inside each package.
+TEST_CASE("plan: scatter is balanced over packages, then nodes, on every fixture", "[pin][plan]")
+{
+    for (const char *name : { "ht4-apart", "2s8c-ht", "opteron8431", "offline", "hexmask-old", "4s2n-magnycours",
+                              "2s2n-snc-ht", "2s2n-epyc-nps2" }) {
+        INFO(name);
+        auto t = load(name);
+        std::vector<int> cores_of_pkg(BT_MAX_CPUS, 0), cores_of_node(BT_MAX_CPUS, 0);
+        for (int i = 0; i < t->ncores; i++) {
+            cores_of_pkg[(size_t)t->core[i].package]++;
+            cores_of_node[(size_t)t->core[i].node]++;
+        }
+        auto order = plan(*t, "scatter", t->ncores);
+        std::vector<int> in_pkg(BT_MAX_CPUS, 0), in_node(BT_MAX_CPUS, 0);
+        for (int k = 0; k < t->ncores; k++) {
+            const bt_core &c = t->core[t->cpu[order[(size_t)k]].core];
+            int pkg = c.package, node = c.node;
+            // this thread's package had the fewest threads among packages with a free core
+            for (int i = 0; i < t->ncores; i++) {
+                int p = t->core[i].package;
+                if (in_pkg[(size_t)p] < cores_of_pkg[(size_t)p])
+                    CHECK(in_pkg[(size_t)pkg] <= in_pkg[(size_t)p]);
+                if (p == pkg && in_node[(size_t)t->core[i].node] < cores_of_node[(size_t)t->core[i].node])
+                    CHECK(in_node[(size_t)node] <= in_node[(size_t)t->core[i].node]);
+            }
+            in_pkg[(size_t)pkg]++;
+            in_node[(size_t)node]++;
+        }
+    }
+}
+
 TEST_CASE("plan: hybrid, P-cores then E-cores then P siblings", "[pin][plan]")
 {
     auto t = load("hybrid");
