@@ -32,6 +32,8 @@
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*sched_set_fn)(pid_t, size_t, const cpu_set_t *);
 typedef int (*pthread_set_fn)(pthread_t, size_t, const cpu_set_t *);
+static _Atomic(sched_set_fn) real_sched_set;
+static _Atomic(pthread_set_fn) real_pthread_set;
 
 static struct bt_topology topo; /* ~90 KB: static, not on a stack, not from malloc */
 static struct bp_spec spec;
@@ -83,6 +85,14 @@ static void *next_sym(const char *name)
         if (p)
             return p;
     }
+    return dlsym(RTLD_NEXT, name);
+}
+
+/* The default version: dlsym finds it without the failed dlvsym calls of next_sym, each of
+ * which mallocs an error message. Before the main thread is pinned that malloc would pick the
+ * NUMA node of its heap (a thread's first malloc does) from the CPU it is about to leave. */
+static void *next_default(const char *name)
+{
     return dlsym(RTLD_NEXT, name);
 }
 
@@ -169,7 +179,7 @@ static void set_inherited(char flag, const cpu_set_t *allowed)
     if (allowed)
         bt_format_cpulist(allowed, env_allowed + n, sizeof env_allowed - (size_t)n);
     /* libc's putenv, not a program's own (see env_get); static storage: the flag may flip later */
-    int (*put)(char *) = (int (*)(char *))next_sym("putenv");
+    int (*put)(char *) = (int (*)(char *))next_default("putenv");
     (put ? put : putenv)(env_allowed);
 }
 
@@ -337,6 +347,10 @@ static void ensure_init(void)
     int expect = 0;
     if (atomic_compare_exchange_strong(&init_state, &expect, 1)) {
         in_init = 1;
+        /* Looked up once here, not in a thread's first sched_setaffinity: a lookup may malloc,
+         * and that thread's first malloc would tie its heap to the node it is leaving. */
+        atomic_store(&real_sched_set, (sched_set_fn)next_default("sched_setaffinity"));
+        atomic_store(&real_pthread_set, (pthread_set_fn)next_default("pthread_setaffinity_np"));
         init();
         if (atomic_load(&active))
             pthread_atfork(NULL, NULL, after_fork_child);
@@ -429,14 +443,11 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
 
 EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 {
-    static _Atomic(sched_set_fn) real;
     ensure_init();
     mark_foreign(pid == 0 || pid == gettid_(), size, set);
-    sched_set_fn f = atomic_load(&real);
-    if (!f) {
-        f = (sched_set_fn)next_sym("sched_setaffinity");
-        atomic_store(&real, f);
-    }
+    sched_set_fn f = atomic_load(&real_sched_set);
+    if (!f) /* called before our constructor finished */
+        f = (sched_set_fn)next_default("sched_setaffinity");
     if (f)
         return f(pid, size, set);
     return syscall(SYS_sched_setaffinity, pid, size, set) == 0 ? 0 : -1;
@@ -444,13 +455,10 @@ EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 
 EXPORT int pthread_setaffinity_np(pthread_t thread, size_t size, const cpu_set_t *set)
 {
-    static _Atomic(pthread_set_fn) real;
     ensure_init();
     mark_foreign(pthread_equal(thread, pthread_self()), size, set);
-    pthread_set_fn f = atomic_load(&real);
-    if (!f) {
-        f = (pthread_set_fn)next_sym("pthread_setaffinity_np");
-        atomic_store(&real, f);
-    }
+    pthread_set_fn f = atomic_load(&real_pthread_set);
+    if (!f)
+        f = (pthread_set_fn)next_default("pthread_setaffinity_np");
     return f ? f(thread, size, set) : ENOSYS;
 }

@@ -7,6 +7,8 @@ set -euo pipefail
 # (3.11 on Debian 12; when python3 is not installed yet, the version python3 depends on).
 # libc++: the C++ operators are also tested against LLVM's C++ runtime (alloc_libcxx.sh).
 # strace: pin_tree counts which processes read the CPU topology.
+# qemu-system-x86, busybox-static, cpio, xz-utils: the VM tests (scripts/test-vm.sh) boot a
+# busybox initramfs; xz is one of the real programs run in the guest.
 # postgresql (a database server under the preload, alloc_real_postgres.sh) is optional: its
 # package starts a server when installed, which some containers refuse; the test then skips.
 py=
@@ -14,7 +16,7 @@ if [ -x /usr/bin/python3 ]; then
   py=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
 fi
 [ -n "$py" ] || py=$(apt-cache depends python3 2>/dev/null | sed -nE 's/^ *Depends: python(3\.[0-9]+)$/\1/p' | head -1)
-pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl strace libc++-dev libc++abi-dev "libpython${py:-3.11}-testsuite" "$@")
+pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl strace libc++-dev libc++abi-dev qemu-system-x86 busybox-static cpio xz-utils "libpython${py:-3.11}-testsuite" "$@")
 optional=(postgresql)
 absent() {  # the packages of "$@" not installed
   for p in "$@"; do
