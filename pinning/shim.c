@@ -289,7 +289,6 @@ static void init(void)
         snprintf(err, sizeof err, "BOBOX_PIN=%s: no allowed CPU to pin to", policy);
         goto bad;
     }
-    set_inherited('P', &allowed);
     if ((verbose || dryrun) && !inherited) {
         char al[512], ord[512];
         size_t pos = 0;
@@ -309,6 +308,9 @@ static void init(void)
         my_row = row;
         pin(0, getpid(), s);
     }
+    /* After the pin: putenv may malloc, and the main thread's first malloc picks the NUMA node
+     * of its heap from the CPU it runs on. */
+    set_inherited('P', &allowed);
     return;
 bad:
     if (!quiet)
