@@ -30,14 +30,186 @@ const char *bp_policy_name(enum bp_policy p)
     case BP_COMPACT: return "compact";
     case BP_LIST: return "list";
     case BP_NONE: return "none";
+    case BP_DOMAIN: return "domains";
     }
     return "?";
+}
+
+/* "a", "a-b", "a-b:stride", comma-separated: calls add(v) for each value; -1 if malformed.
+ * Stops at end or at `stop`. *end is where it stopped. */
+static int parse_indices(const char *p, char stop, const char **end, void (*add)(void *, long), void *ctx)
+{
+    for (;;) {
+        long a, b, stride = 1;
+        char *e;
+        if (*p < '0' || *p > '9')
+            return -1;
+        a = strtol(p, &e, 10);
+        p = e;
+        b = a;
+        if (*p == '-') {
+            p++;
+            if (*p < '0' || *p > '9')
+                return -1;
+            b = strtol(p, &e, 10);
+            p = e;
+            if (*p == ':') {
+                p++;
+                if (*p < '0' || *p > '9')
+                    return -1;
+                stride = strtol(p, &e, 10);
+                p = e;
+            }
+        }
+        if (b < a || stride < 1 || b >= BT_MAX_CPUS)
+            return -1;
+        for (long v = a; v <= b; v += stride)
+            if (add)
+                add(ctx, v);
+        if (*p == '\0' || *p == stop) {
+            *end = p;
+            return 0;
+        }
+        if (*p != ',')
+            return -1;
+        p++;
+    }
+}
+
+/* A domain name: N, S<i>, M<i>, N<i>, C<i>. Returns its length, or -1. */
+static int domain_name_len(const char *p)
+{
+    if (!strchr("NSMC", p[0]) || p[0] == '\0')
+        return -1;
+    int i = 1;
+    while (p[i] >= '0' && p[i] <= '9')
+        i++;
+    if (i == 1 && p[0] != 'N')
+        return -1;
+    return p[i] == ':' ? i : -1;
+}
+
+/* Syntax only: DOMAIN:INDICES[@DOMAIN:INDICES...] */
+static int parse_domains(const char *s)
+{
+    for (const char *p = s;;) {
+        int len = domain_name_len(p);
+        const char *end;
+        if (len < 0 || parse_indices(p + len + 1, '@', &end, NULL, NULL) != 0)
+            return -1;
+        if (*end == '\0')
+            return 0;
+        p = end + 1;
+    }
+}
+
+int bp_parse_cores(const char *s, struct bp_spec *spec, char *err, size_t errlen)
+{
+    spec->pcores_only = 0;
+    if (!s || !*s || !strcasecmp(s, "all"))
+        return 0;
+    if (!strcasecmp(s, "p")) {
+        spec->pcores_only = 1;
+        return 0;
+    }
+    snprintf(err, errlen, "BOBOX_PIN_CORES=%s: expected p (performance cores only) or all", s);
+    return -1;
+}
+
+static int core_is_e(const struct bt_topology *t, const struct bt_core *k)
+{
+    return (t->hybrid == 1 && k->kind == BT_KIND_E) || (t->hybrid == 2 && k->cls > 0);
+}
+
+int bp_domain_cpus(const struct bt_topology *t, const char *name, size_t namelen, short *out, int maxn)
+{
+    char kind = name[0];
+    long id = -1;
+    if (namelen > 1) {
+        char *e;
+        id = strtol(name + 1, &e, 10);
+        if (e != name + namelen)
+            return -1;
+    } else if (kind != 'N' || namelen != 1) {
+        return -1;
+    }
+    /* C<i>: the i-th distinct L3 by lowest CPU (the l3 key is that CPU) */
+    int l3key = -1;
+    if (kind == 'C') {
+        int seen = 0;
+        for (int c = 0; c < BT_MAX_CPUS && l3key < 0; c++)
+            if (t->cpu[c].online && t->cpu[c].l3 == c && seen++ == id)
+                l3key = c;
+        if (l3key < 0)
+            return 0;
+    }
+    int n = 0;
+    for (int r = 0; r < BT_MAX_SMT; r++)
+        for (int c = 0; c < BT_MAX_CPUS && n < maxn; c++) {
+            /* cores in order of their first CPU: visit each core at its first CPU */
+            if (!t->cpu[c].online)
+                continue;
+            const struct bt_core *k = &t->core[t->cpu[c].core];
+            if (k->nsib <= r || k->sib[0] != c)
+                continue;
+            int in = kind == 'N' && id < 0 ? 1
+                   : kind == 'S'           ? k->package == id
+                   : kind == 'C'           ? t->cpu[c].l3 == l3key
+                                           : k->node == id; /* M<i>, N<i> */
+            if (in)
+                out[n++] = k->sib[r];
+        }
+    return n;
+}
+
+struct index_list {
+    int n;
+    long v[BP_MAX_ORDER];
+};
+
+static void add_index(void *ctx, long v)
+{
+    struct index_list *l = ctx;
+    if (l->n < BP_MAX_ORDER)
+        l->v[l->n++] = v;
+}
+
+/* Resolves the expression to CPUs; indices past a domain's end are named in warn. */
+static int resolve_domains(const struct bt_topology *t, const char *s, short *out, int maxn, char *warn,
+                           size_t warnlen)
+{
+    static struct index_list idx; /* ~32 KB: not on the stack of a thread the shim starts */
+    static short dom[BT_MAX_CPUS];
+    int n = 0;
+    for (const char *p = s;;) {
+        int len = domain_name_len(p);
+        const char *end;
+        idx.n = 0;
+        if (len < 0 || parse_indices(p + len + 1, '@', &end, add_index, &idx) != 0)
+            return n;
+        int nd = bp_domain_cpus(t, p, (size_t)len, dom, BT_MAX_CPUS);
+        for (int i = 0; i < idx.n; i++) {
+            if (idx.v[i] < nd && n < maxn)
+                out[n++] = dom[idx.v[i]];
+            else if (idx.v[i] >= nd) {
+                size_t w = strlen(warn);
+                if (w + 64 < warnlen)
+                    snprintf(warn + w, warnlen - w, "%s%.*s has %d CPUs, no index %ld", w ? "; " : "BOBOX_PIN: ",
+                             len, p, nd > 0 ? nd : 0, idx.v[i]);
+                break;
+            }
+        }
+        if (*end == '\0')
+            return n;
+        p = end + 1;
+    }
 }
 
 int bp_parse_policy(const char *s, struct bp_spec *spec, char *err, size_t errlen)
 {
     spec->policy = BP_SCATTER;
     spec->n = 0;
+    spec->domains[0] = '\0';
     if (!s || !*s || !strcasecmp(s, "scatter"))
         return 0;
     if (!strcasecmp(s, "compact")) {
@@ -46,6 +218,19 @@ int bp_parse_policy(const char *s, struct bp_spec *spec, char *err, size_t errle
     }
     if (!strcasecmp(s, "none")) {
         spec->policy = BP_NONE;
+        return 0;
+    }
+    if (strchr("NSMC", s[0])) {
+        if (parse_domains(s) != 0 || strlen(s) >= sizeof spec->domains) {
+            snprintf(err, errlen,
+                     "BOBOX_PIN=%s: expected domain expressions such as S0:0-3@S1:0-3 (N: the machine, S<i>: "
+                     "package, M<i> or N<i>: NUMA node, C<i>: last-level cache; then the domain's CPUs by index)",
+                     s);
+            spec->policy = BP_NONE;
+            return -1;
+        }
+        spec->policy = BP_DOMAIN;
+        memcpy(spec->domains, s, strlen(s) + 1);
         return 0;
     }
     /* a list keeps its order and may repeat CPUs: the user means exactly that order */
@@ -265,14 +450,29 @@ int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct
         CPU_AND(&ok, &ok, allowed);
     if (spec->policy == BP_NONE)
         return 0;
-    if (spec->policy == BP_LIST) {
-        int dropped = 0;
-        for (int i = 0; i < spec->n && n < maxn; i++) {
-            if (CPU_ISSET(spec->cpu[i], &ok))
-                order[n++] = spec->cpu[i];
-            else
-                add_warning(warn, warnlen, spec->cpu[i], &dropped);
+    if (spec->policy != BP_LIST && spec->pcores_only)
+        for (int i = 0; i < t->ncores; i++)
+            if (core_is_e(t, &t->core[i]))
+                for (int s = 0; s < t->core[i].nsib; s++)
+                    CPU_CLR(t->core[i].sib[s], &ok);
+    if (spec->policy == BP_LIST || spec->policy == BP_DOMAIN) {
+        static short listed[BP_MAX_ORDER];
+        const short *cpus = spec->cpu;
+        int count = spec->n, dropped = 0;
+        if (spec->policy == BP_DOMAIN) {
+            count = resolve_domains(t, spec->domains, listed, BP_MAX_ORDER, warn, warnlen);
+            cpus = listed;
         }
+        char more[600] = "";
+        for (int i = 0; i < count && n < maxn; i++) {
+            if (CPU_ISSET(cpus[i], &ok))
+                order[n++] = cpus[i];
+            else
+                add_warning(more, sizeof more, cpus[i], &dropped);
+        }
+        size_t w = strlen(warn);
+        if (more[0] && w + 2 < warnlen)
+            snprintf(warn + w, warnlen - w, "%s%s", w ? "; " : "", more + (w ? strlen("BOBOX_PIN: ") : 0));
         return n;
     }
     if (t->ncores <= 0)

@@ -232,6 +232,11 @@ static void init(void)
     dryrun = d;
     if (spec.policy == BP_NONE)
         return;
+    if (bp_parse_cores(env_get("BOBOX_PIN_CORES"), &spec, err, sizeof err) != 0 && !inherited)
+        say("bobox-pin: %s; using all", err);
+    /* what the tree's stored order is keyed by: the policy and the core kinds it may use */
+    char key[300];
+    snprintf(key, sizeof key, "%s%s", policy, spec.pcores_only ? "\ncores=p" : "");
 
     static const char *const omp_vars[] = { "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY" };
     const char *mark = env_get(ENV_OMP_MARK), *places = env_get("OMP_PLACES");
@@ -276,7 +281,7 @@ static void init(void)
         /* The tree's order, when it was planned the same way: no topology to read. Verbose
          * and dry runs read it anyway, to name each CPU's core and node. */
         if (!verbose && !dryrun)
-            norder = pt_known_order(policy, &allowed, order);
+            norder = pt_known_order(key, &allowed, order);
         if (!norder && bt_read(&topo, NULL, err, sizeof err) != 0)
             goto bad;
     }
@@ -301,7 +306,7 @@ static void init(void)
         say("bobox-pin: pid=%d policy=%s allowed=%s order=%s%s%s", (int)getpid(), bp_policy_name(spec.policy), al,
             ord, dryrun ? " dryrun" : "", omp_ours ? " omp-places" : "");
     }
-    pt_attach(order, norder, &allowed, policy);
+    pt_attach(order, norder, &allowed, key);
     atomic_store(&active, 1);
     if (!bp_skipped(&skip, 0)) {
         int row, s = pt_take_process(-1, inherited_cpu, &row);

@@ -326,3 +326,75 @@ TEST_CASE("inherited allowed set: our one-CPU mask is replaced, others stand", "
     CHECK(bp_inherit_allowed(&m, "P:junk") == 0);
     CHECK(CPU_COUNT(&m) == 1);
 }
+
+TEST_CASE("domains: likwid-pin expressions, physical cores first", "[pin][plan][domains]")
+{
+    auto t = load("2s8c-ht"); // package s = CPUs s*8..s*8+7, siblings +16; node = package
+    CHECK(plan(*t, "S0:0-3", 4) == std::vector<int>{ 0, 1, 2, 3 });
+    CHECK(plan(*t, "S1:0-3", 4) == std::vector<int>{ 8, 9, 10, 11 });
+    CHECK(plan(*t, "S0:7-9", 3) == std::vector<int>{ 7, 16, 17 }); // past the cores: the siblings
+    CHECK(plan(*t, "S0:0-1@S1:0-1", 4) == std::vector<int>{ 0, 1, 8, 9 });
+    CHECK(plan(*t, "M1:0,2,4", 3) == std::vector<int>{ 8, 10, 12 });
+    CHECK(plan(*t, "N1:0-7:2", 4) == std::vector<int>{ 8, 10, 12, 14 }); // N<i>: NUMA node i
+    CHECK(plan(*t, "N:0-1", 2) == std::vector<int>{ 0, 1 });             // N: the machine
+    CHECK(plan(*t, "N:15-16", 2) == std::vector<int>{ 15, 16 });
+    CHECK(plan(*t, "C1:0", 1) == std::vector<int>{ 8 }); // the second L3
+
+    auto h = load("ht4-apart"); // core c = CPUs c and c+4
+    CHECK(plan(*h, "S0:0-7", 8) == range(0, 7));
+    auto m = load("4s2n-magnycours"); // L3 per node: C3 = node 3 = CPUs 18-23
+    CHECK(plan(*m, "C3:0-1", 2) == std::vector<int>{ 18, 19 });
+    CHECK(plan(*m, "S1:0-11:6", 2) == std::vector<int>{ 12, 18 });
+    auto y = load("hybrid"); // P-cores 0,2,4,6 (siblings 1,3,5,7), E-cores 8-15
+    CHECK(plan(*y, "S0:0-5", 6) == std::vector<int>{ 0, 2, 4, 6, 8, 9 });
+    CHECK(plan(*y, "S0:12-15", 4) == std::vector<int>{ 1, 3, 5, 7 });
+
+    // indices past the domain, and CPUs not allowed: left out, with a warning
+    static bp_spec spec;
+    short order[BP_MAX_ORDER];
+    char err[600], warn[600];
+    REQUIRE(bp_parse_policy("S1:14-17@S0:0", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 3);
+    CHECK(std::vector<int>(order, order + 3) == std::vector<int>{ 30, 31, 0 });
+    CHECK(std::string(warn).find("S1 has 16 CPUs, no index 16") != std::string::npos);
+    REQUIRE(bp_parse_policy("S7:0", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 0);
+    CHECK(std::string(warn).find("S7 has 0 CPUs") != std::string::npos);
+    cpu_set_t allowed = cpus("0-7");
+    REQUIRE(bp_parse_policy("S0:0@S1:0", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), &allowed, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 1);
+    CHECK(order[0] == 0);
+    CHECK(std::string(warn).find("left out: 8") != std::string::npos);
+
+    for (const char *bad : { "S0:", "S:0", "S0:1-", "C:1", "M0", "S0:0@", "S0:0@X1:0", "S0-1:0", "N1:0-3@" }) {
+        INFO(bad);
+        CHECK(bp_parse_policy(bad, &spec, err, sizeof err) != 0);
+        CHECK(spec.policy == BP_NONE);
+        CHECK(std::string(err).find("BOBOX_PIN=") == 0);
+    }
+}
+
+TEST_CASE("cores=p: E-cores take no thread", "[pin][plan]")
+{
+    auto y = load("hybrid");
+    static bp_spec spec;
+    static short order[BP_MAX_ORDER];
+    char err[600], warn[600];
+    REQUIRE(bp_parse_policy("scatter", &spec, err, sizeof err) == 0);
+    REQUIRE(bp_parse_cores("p", &spec, err, sizeof err) == 0);
+    int n = bp_order(y.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    CHECK(std::vector<int>(order, order + n) == std::vector<int>{ 0, 2, 4, 6, 1, 3, 5, 7 });
+    REQUIRE(bp_parse_policy("S0:0-5", &spec, err, sizeof err) == 0);
+    REQUIRE(bp_parse_cores("P", &spec, err, sizeof err) == 0);
+    n = bp_order(y.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    CHECK(std::vector<int>(order, order + n) == std::vector<int>{ 0, 2, 4, 6 }); // 8, 9 left out
+    // no E-cores: nothing changes
+    auto t = load("2s8c-ht");
+    REQUIRE(bp_parse_policy("compact", &spec, err, sizeof err) == 0);
+    REQUIRE(bp_parse_cores("p", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 32);
+    CHECK(bp_parse_cores("all", &spec, err, sizeof err) == 0);
+    CHECK(spec.pcores_only == 0);
+    CHECK(bp_parse_cores("e", &spec, err, sizeof err) != 0);
+    CHECK(std::string(err).find("BOBOX_PIN_CORES=e") == 0);
+}
