@@ -6,8 +6,9 @@
 # usage: scripts/test-vm.sh [--quick] [TOPOLOGY...]
 #   TOPOLOGY  SxNxCxT: S packages, N nodes per package, C cores per node, T threads per core;
 #             default: 2x2x2x2 4x1x2x1 1x1x4x2
-#   --quick   placement and pinning tests only; without it the stress tests and real programs
-#             also run, in the guests of at most 8 vCPUs (TCG makes larger ones slow)
+#   --quick   placement and pinning tests only; without it the real programs also run in
+#             each guest of at most 8 vCPUs, and the stress tests in the first of them
+#             (TCG makes larger guests and repeated stress runs slow)
 # environment:
 #   BUILD=dir     the build to test (default build/): bobox-run, the libraries, test programs
 #   VM_LIBS=dir   take bobox-run, libbobox.so and libbobox-pin.so from dir instead
@@ -23,14 +24,14 @@ suite=full topos=()
 for a in "$@"; do
     case $a in
         --quick) suite=quick ;;
-        -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
         [0-9]*x[0-9]*x[0-9]*x[0-9]*) topos+=("$a") ;;
         *) echo "test-vm.sh: unknown argument '$a' (try --help)" >&2; exit 2 ;;
     esac
 done
 [ ${#topos[@]} -gt 0 ] || topos=(2x2x2x2 4x1x2x1 1x1x4x2)
 timeout_s=${VM_TIMEOUT:-$([ $suite = quick ] && echo 300 || echo 900)}
-passed=0 failed=0 skipped=0
+passed=0 failed=0 skipped=0 stress_done=0
 failures=()
 mkdir -p "$VMDIR"
 
@@ -52,8 +53,15 @@ kernel=${VM_KERNEL:-}
 if [ -z "$kernel" ]; then
     kernel=$(ls "$VMDIR"/kernel/boot/vmlinuz-* 2>/dev/null | head -1)
     if [ -z "$kernel" ]; then
-        pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null |
-              sed -nE 's/^ *Depends: (linux-image-[0-9].*-cloud-amd64)$/\1/p' | head -1)
+        kernel_pkg() {
+            apt-cache depends linux-image-cloud-amd64 2>/dev/null |
+                sed -nE 's/^ *Depends: (linux-image-[0-9].*-cloud-amd64)$/\1/p' | head -1
+        }
+        pkg=$(kernel_pkg)
+        if [ -z "$pkg" ] && [ "$(id -u)" -eq 0 ]; then # no package lists yet (a fresh machine)
+            apt-get update -qq >/dev/null 2>&1
+            pkg=$(kernel_pkg)
+        fi
         [ -n "$pkg" ] || fail_all "apt-cache knows no linux-image-cloud-amd64 (run apt-get update)"
         rm -rf "$VMDIR/deb" && mkdir -p "$VMDIR/deb"
         (cd "$VMDIR/deb" && apt-get download "$pkg" >/dev/null 2>"$VMDIR/deb/download.log") ||
@@ -101,7 +109,9 @@ initrd=$VMDIR/initrd.gz
 boot() { # SxNxCxT
     local topo=$1 s n c t
     IFS=x read -r s n c t <<<"$topo"
-    local nodes=$((s * n)) cores=$((s * n * c)) cpus=$((s * n * c * t)) node_mb=384
+    local nodes=$((s * n)) cores=$((s * n * c)) cpus=$((s * n * c * t))
+    local node_mb=$(((2048 + nodes - 1) / nodes)) # 2 GB in all: the stress tests need it
+    [ $node_mb -ge 384 ] || node_mb=384
     local args=(-accel tcg -cpu qemu64,vendor=GenuineIntel -m $((nodes * node_mb))M
                 -smp "$cpus,sockets=$s,cores=$((n * c)),threads=$t")
     for ((i = 0; i < nodes; i++)); do
@@ -113,7 +123,13 @@ boot() { # SxNxCxT
         done
     done
     local log=$VMDIR/$topo.log start=$SECONDS guest_suite=$suite
-    [ $cpus -le 8 ] || guest_suite=quick
+    # the heavy tests at 8 vCPUs or fewer (TCG): the stress tests in the first such guest,
+    # the real programs in each
+    if [ $suite = full ]; then
+        if [ $cpus -gt 8 ]; then guest_suite=quick
+        elif [ $stress_done = 1 ]; then guest_suite=real
+        else stress_done=1; fi
+    fi
     timeout --kill-after=10 "$timeout_s" "$QEMU" "${args[@]}" -nodefaults -display none -no-reboot \
         -serial "file:$log" -kernel "$kernel" -initrd "$initrd" \
         -append "console=ttyS0 quiet panic=-1 bobox.expect=$s,$nodes,$cores,$t bobox.suite=$guest_suite" \
