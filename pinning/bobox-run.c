@@ -35,6 +35,9 @@ static const char usage[] =
     "                  N<i>: NUMA node i, C<i>: i-th last-level cache; indices count\n"
     "                  the domain's cores first, then their HT siblings; see\n"
     "                  --topology) (sets BOBOX_PIN)\n"
+    "                  OpenMP place names: --pin=cores|ll_caches|numa_domains|sockets\n"
+    "                  spreads threads over those places as scatter does, each bound\n"
+    "                  to all of its place (threads = scatter)\n"
     "  --cores=p|all   p: no thread on an E-core of a hybrid part (BOBOX_PIN_CORES)\n"
     "  --skip=MASK     hex mask, bit k set = thread k is not pinned and takes no CPU from\n"
     "                  the plan, e.g. 0x2 for a runtime's helper thread (BOBOX_PIN_SKIP)\n"
@@ -138,14 +141,14 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
     bt_format_cpulist(&usable, list, sizeof list);
     printf("plan for %ld threads, policy %s: %d CPUs allowed (%s) of %d online, %d cores, %d packages, "
            "%d NUMA nodes%s\n",
-           nthreads, bp_policy_name(spec->policy), CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages,
+           nthreads, spec->unit != BP_UNIT_CPU ? bp_unit_name(spec->unit) : bp_policy_name(spec->policy), CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages,
            t.nnodes, t.hybrid == 1 ? ", hybrid (P then E cores, then P siblings)" : t.hybrid == 2 ? ", hybrid by cpu_capacity" : "");
     if (n == 0) {
         printf("no thread is pinned\n");
         return spec->policy == BP_NONE ? 0 : 1;
     }
-    printf("%6s %5s %7s %7s %5s %7s %4s %4s %4s\n", "thread", "cpu", "core_id", "package", "node", "sibling", "L2",
-           "L3", "kind");
+    printf("%6s %5s %7s %7s %5s %7s %4s %4s %4s%s\n", "thread", "cpu", "core_id", "package", "node", "sibling", "L2",
+           "L3", "kind", spec->unit != BP_UNIT_CPU ? " bound to" : "");
     for (long k = 0; k < nthreads; k++) {
         int cpu = bp_thread_cpu(order, n, skip, (unsigned)k);
         if (cpu < 0) {
@@ -158,8 +161,15 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
         for (int s = 0; s < core->nsib && core->sib[s] != cpu; s++)
             rank += CPU_ISSET(core->sib[s], &usable) ? 1 : 0;
         char kb[16];
-        printf("%6ld %5d %7d %7d %5d %7d %4d %4d %4s\n", k, cpu, core->core_id, core->package, core->node, rank,
-               c->l2, c->l3, kind_name(&t, core, kb, sizeof kb));
+        char place[512] = "";
+        if (spec->unit != BP_UNIT_CPU) {
+            cpu_set_t set;
+            bp_place_cpus(&t, &usable, spec->unit, cpu, &set);
+            place[0] = ' ';
+            bt_format_cpulist(&set, place + 1, sizeof place - 1);
+        }
+        printf("%6ld %5d %7d %7d %5d %7d %4d %4d %4s%s\n", k, cpu, core->core_id, core->package, core->node, rank,
+               c->l2, c->l3, kind_name(&t, core, kb, sizeof kb), place);
     }
     return 0;
 }
@@ -239,8 +249,15 @@ static void set_omp_places(const struct bp_spec *spec)
         return;
     int n = bp_order(&t, &allowed, spec, order, BP_MAX_ORDER, warn, sizeof warn);
     size_t pos = 0;
-    for (int i = 0; i < n; i++)
-        pos += (size_t)snprintf(places + pos, sizeof places - pos, "%s{%d}", i ? "," : "", order[i]);
+    for (int i = 0; i < n && pos + 16 < sizeof places; i++) {
+        cpu_set_t set;
+        char list[512];
+        bp_place_cpus(&t, &allowed, spec->unit, order[i], &set); /* one CPU, or its place */
+        bt_format_cpulist(&set, list, sizeof list);
+        pos += (size_t)snprintf(places + pos, sizeof places - pos, "%s{%s}", i ? "," : "", list);
+    }
+    if (pos >= sizeof places)
+        return; /* too many places to write: the shim alone binds the threads */
     if (n > 0) {
         setenv("OMP_PLACES", places, 1);
         setenv("BOBOX_PIN_OMP_PLACES", places, 1);

@@ -103,6 +103,39 @@ static int parse_domains(const char *s)
     }
 }
 
+const char *bp_unit_name(enum bp_unit u)
+{
+    static const char *const names[] = { "threads", "cores", "ll_caches", "numa_domains", "sockets" };
+    return (unsigned)u < sizeof names / sizeof *names ? names[u] : "?";
+}
+
+static int unit_key(const struct bt_topology *t, enum bp_unit unit, int cpu)
+{
+    const struct bt_core *k = &t->core[t->cpu[cpu].core];
+    switch (unit) {
+    case BP_UNIT_CORE: return t->cpu[cpu].core;
+    case BP_UNIT_L3: return t->cpu[cpu].l3 >= 0 ? t->cpu[cpu].l3 : k->sib[0];
+    case BP_UNIT_NODE: return k->node;
+    case BP_UNIT_PACKAGE: return k->package;
+    default: return cpu;
+    }
+}
+
+void bp_place_cpus(const struct bt_topology *t, const cpu_set_t *allowed, enum bp_unit unit, int cpu,
+                   cpu_set_t *out)
+{
+    CPU_ZERO(out);
+    if (cpu < 0 || cpu >= BT_MAX_CPUS)
+        return;
+    CPU_SET(cpu, out);
+    if (unit == BP_UNIT_CPU || !t->cpu[cpu].online)
+        return;
+    int key = unit_key(t, unit, cpu);
+    for (int c = 0; c < BT_MAX_CPUS; c++)
+        if (t->cpu[c].online && (!allowed || CPU_ISSET(c, allowed)) && unit_key(t, unit, c) == key)
+            CPU_SET(c, out);
+}
+
 int bp_parse_cores(const char *s, struct bp_spec *spec, char *err, size_t errlen)
 {
     spec->pcores_only = 0;
@@ -207,11 +240,22 @@ static int resolve_domains(const struct bt_topology *t, const char *s, short *ou
 
 int bp_parse_policy(const char *s, struct bp_spec *spec, char *err, size_t errlen)
 {
+    static const struct {
+        const char *name;
+        enum bp_unit unit;
+    } places[] = { { "threads", BP_UNIT_CPU },      { "cores", BP_UNIT_CORE },   { "ll_caches", BP_UNIT_L3 },
+                   { "numa_domains", BP_UNIT_NODE }, { "sockets", BP_UNIT_PACKAGE } };
     spec->policy = BP_SCATTER;
     spec->n = 0;
     spec->domains[0] = '\0';
+    spec->unit = BP_UNIT_CPU;
     if (!s || !*s || !strcasecmp(s, "scatter"))
         return 0;
+    for (size_t i = 0; i < sizeof places / sizeof *places; i++)
+        if (!strcasecmp(s, places[i].name)) {
+            spec->unit = places[i].unit;
+            return 0;
+        }
     if (!strcasecmp(s, "compact")) {
         spec->policy = BP_COMPACT;
         return 0;
@@ -273,7 +317,8 @@ int bp_parse_policy(const char *s, struct bp_spec *spec, char *err, size_t errle
     }
 bad:
     snprintf(err, errlen,
-             "BOBOX_PIN=%s: expected scatter, compact, none or a CPU list such as 2,0,4-7 (CPUs below %d)",
+             "BOBOX_PIN=%s: expected scatter, compact, none, a CPU list such as 2,0,4-7 (CPUs below %d), "
+             "domains such as S0:0-3@S1:0-3, or threads, cores, ll_caches, numa_domains, sockets",
              s, BT_MAX_CPUS);
     spec->policy = BP_NONE;
     spec->n = 0;
@@ -506,6 +551,17 @@ int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct
         m += ns;
     }
     cls_start[t->nclasses] = m;
+    if (spec->unit != BP_UNIT_CPU) {
+        /* one place per core, L3, node or package: the first CPU of each in the round order */
+        for (int i = 0; i < m && n < maxn; i++) {
+            int cpu = first[ord[i]], seen = 0;
+            for (int j = 0; j < n && !seen; j++)
+                seen = unit_key(t, spec->unit, order[j]) == unit_key(t, spec->unit, cpu);
+            if (!seen)
+                order[n++] = (short)cpu;
+        }
+        return n;
+    }
     for (int r = 0; r < maxr; r++)
         for (int cls = 0; cls < t->nclasses; cls++)
             for (int i = cls_start[cls]; i < cls_start[cls + 1]; i++) {

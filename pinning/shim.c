@@ -107,11 +107,12 @@ static create_fn real_create(void)
     return f;
 }
 
+static cpu_set_t plan_allowed; /* the set the plan was made from: places are cut from it */
+
 static int bind_to(pid_t tid, int cpu)
 {
     cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
+    bp_place_cpus(&topo, &plan_allowed, spec.unit, cpu, &set); /* one CPU, or its place */
     /* the raw call: our own sched_setaffinity wrapper is for the program's calls */
     return syscall(SYS_sched_setaffinity, tid, sizeof set, &set) == 0 ? 0 : errno;
 }
@@ -148,8 +149,15 @@ static void pin(unsigned k, pid_t tid, int slot)
     }
     if (verbose || dryrun) {
         const struct bt_core *c = &topo.core[topo.cpu[cpu].core];
-        say("bobox-pin: thread=%u tid=%d cpu=%d core=%d package=%d node=%d", k, tid ? (int)tid : (int)gettid_(),
-            cpu, c->core_id, c->package, c->node);
+        char place[300] = "";
+        if (spec.unit != BP_UNIT_CPU) {
+            cpu_set_t set;
+            bp_place_cpus(&topo, &plan_allowed, spec.unit, cpu, &set);
+            memcpy(place, " cpus=", 7);
+            bt_format_cpulist(&set, place + 6, sizeof place - 6);
+        }
+        say("bobox-pin: thread=%u tid=%d cpu=%d core=%d package=%d node=%d%s", k, tid ? (int)tid : (int)gettid_(),
+            cpu, c->core_id, c->package, c->node, place);
     }
 }
 
@@ -203,6 +211,13 @@ static void mark_foreign(int who, size_t size, const cpu_set_t *set)
         cpu_set_t s;
         CPU_ZERO(&s);
         memcpy(&s, set, size);
+        if (spec.unit != BP_UNIT_CPU && CPU_COUNT(&s) > 1) /* a place bobox-run put in OMP_PLACES */
+            for (int i = 0; i < norder; i++) {
+                cpu_set_t place;
+                bp_place_cpus(&topo, &plan_allowed, spec.unit, order[i], &place);
+                if (CPU_EQUAL(&place, &s))
+                    return;
+            }
         if (CPU_COUNT(&s) == 1 && ((who == 1 && my_cpu >= 0 && CPU_ISSET(my_cpu, &s)) || (who < 0 && in_plan(&s))))
             return;
     }
@@ -280,7 +295,7 @@ static void init(void)
         unpinned = allowed;
         /* The tree's order, when it was planned the same way: no topology to read. Verbose
          * and dry runs read it anyway, to name each CPU's core and node. */
-        if (!verbose && !dryrun)
+        if (!verbose && !dryrun && spec.unit == BP_UNIT_CPU) /* places need the topology */
             norder = pt_known_order(key, &allowed, order);
         if (!norder && bt_read(&topo, NULL, err, sizeof err) != 0)
             goto bad;
@@ -303,9 +318,11 @@ static void init(void)
             pos += (size_t)snprintf(ord + pos, sizeof ord - pos, "%s%d", i ? "," : "", order[i]);
         if (pos + 16 >= sizeof ord)
             snprintf(ord + pos, sizeof ord - pos, ",...");
-        say("bobox-pin: pid=%d policy=%s allowed=%s order=%s%s%s", (int)getpid(), bp_policy_name(spec.policy), al,
+        say("bobox-pin: pid=%d policy=%s allowed=%s order=%s%s%s", (int)getpid(),
+            spec.unit != BP_UNIT_CPU ? bp_unit_name(spec.unit) : bp_policy_name(spec.policy), al,
             ord, dryrun ? " dryrun" : "", omp_ours ? " omp-places" : "");
     }
+    plan_allowed = allowed;
     pt_attach(order, norder, &allowed, key);
     atomic_store(&active, 1);
     if (!bp_skipped(&skip, 0)) {

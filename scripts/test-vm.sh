@@ -75,7 +75,7 @@ fi
 
 # ---- the initramfs ---------------------------------------------------------------------------
 guest_bins=("$LIBS/bobox-run" "$LIBS/libbobox.so" "$LIBS/libbobox-pin.so"
-            "$BUILD/test/vm/vm_affinity" "$BUILD/test/vm/vm_numa")
+            "$BUILD/test/vm/vm_affinity" "$BUILD/test/vm/vm_numa" "$BUILD/test/progs/pin_threads")
 [ $suite = full ] && guest_bins+=("$BUILD/test/unit_stress" "$BUILD/test/preload_stress")
 for f in "${guest_bins[@]}"; do
     [ -f "$f" ] || fail_all "$f is missing (make test-vm builds it)"

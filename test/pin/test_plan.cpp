@@ -398,3 +398,41 @@ TEST_CASE("cores=p: E-cores take no thread", "[pin][plan]")
     CHECK(bp_parse_cores("e", &spec, err, sizeof err) != 0);
     CHECK(std::string(err).find("BOBOX_PIN_CORES=e") == 0);
 }
+
+TEST_CASE("places: OpenMP place names, one thread per place, bound to all of it", "[pin][plan][places]")
+{
+    auto t = load("2s8c-ht"); // packages = nodes = L3s: CPUs 0-7 | 8-15, siblings +16
+    // cores: the scatter order without siblings; a thread gets its core's two CPUs
+    CHECK(plan(*t, "cores", 17) == cycle(zip(range(0, 7), range(8, 15)), 17));
+    CHECK(plan(*t, "numa_domains", 3) == std::vector<int>{ 0, 8, 0 });
+    CHECK(plan(*t, "sockets", 2) == std::vector<int>{ 0, 8 });
+    CHECK(plan(*t, "ll_caches", 2) == std::vector<int>{ 0, 8 });
+    CHECK(plan(*t, "threads", 32) == plan(*t, "scatter", 32));
+    cpu_set_t s, want;
+    bp_place_cpus(t.get(), nullptr, BP_UNIT_CORE, 9, &s);
+    want = cpus("9,25");
+    CHECK(CPU_EQUAL(&s, &want));
+    bp_place_cpus(t.get(), nullptr, BP_UNIT_NODE, 8, &s);
+    want = cpus("8-15,24-31");
+    CHECK(CPU_EQUAL(&s, &want));
+    cpu_set_t allowed = cpus("0-3,16-17");
+    bp_place_cpus(t.get(), &allowed, BP_UNIT_PACKAGE, 1, &s);
+    want = cpus("0-3,16-17"); // only what the process may use
+    CHECK(CPU_EQUAL(&s, &want));
+    bp_place_cpus(t.get(), nullptr, BP_UNIT_CPU, 5, &s);
+    want = cpus("5");
+    CHECK(CPU_EQUAL(&s, &want));
+
+    auto e = load("2s2n-epyc-nps2"); // L3 = 2 cores; nodes of 2 L3s; packages of 2 nodes
+    CHECK(plan(*e, "ll_caches", 8) == std::vector<int>{ 0, 8, 4, 12, 2, 10, 6, 14 });
+    CHECK(plan(*e, "numa_domains", 4) == std::vector<int>{ 0, 8, 4, 12 });
+    bp_place_cpus(e.get(), nullptr, BP_UNIT_L3, 6, &s);
+    want = cpus("6-7,22-23");
+    CHECK(CPU_EQUAL(&s, &want));
+    static bp_spec spec;
+    char err[600];
+    REQUIRE(bp_parse_policy("NUMA_DOMAINS", &spec, err, sizeof err) == 0);
+    CHECK(spec.unit == BP_UNIT_NODE);
+    CHECK(std::string(bp_unit_name(spec.unit)) == "numa_domains");
+    CHECK(bp_parse_policy("numa", &spec, err, sizeof err) != 0);
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# bobox-run's likwid-style conventions on saved trees: --topology lists the tree and the
-# domains with their CPUs in index order; --pin=DOMAIN:INDICES and --cores=p shape the plan, and
-# the shim applies the same order (dry run); bad values are refused with a clear message.
+# bobox-run's likwid and OpenMP conventions on saved trees: --topology lists the tree and the
+# domains with their CPUs in index order; --pin=DOMAIN:INDICES, OpenMP place names and --cores=p
+# shape the plan, and the shim applies the same order (dry run) and binds threads to whole
+# places (on this machine); bad values are refused with a clear message.
 source "$BOBOX_ROOT/test/pin/lib.sh"
 need "$PROGS/pin_threads"
 P=$PROGS/pin_threads
@@ -33,7 +34,31 @@ BOBOX_PIN_CORES=x BOBOX_PIN_DRYRUN=1 LD_PRELOAD=$PIN "$P" 4 >/dev/null 2>"$TMP/e
 [ "$(grep -c 'BOBOX_PIN_CORES=x: expected p' "$TMP/err")" -eq 1 ] || fail "bad BOBOX_PIN_CORES: $(cat "$TMP/err")"
 grep -qE '^bobox-pin: thread=4 tid=[0-9]+ cpu=8 ' "$TMP/err" || fail "bad BOBOX_PIN_CORES did not fall back to all"
 
-for bad in --pin=S0: --pin=S0:1- --pin=X1:0 --pin=S0:0@ --cores=e; do
+# OpenMP place names: one thread per place, bound to all of it
+export BOBOX_FSROOT=$FIX/2s2n-epyc-nps2
+plan=$("$RUN" --pin=ll_caches --plan 3)
+grep -qE '^     1     8 .* 8-9,24-25$' <<<"$plan" || fail "ll_caches plan: $plan"
+BOBOX_PIN=ll_caches BOBOX_PIN_DRYRUN=1 LD_PRELOAD=$PIN "$P" 2 >/dev/null 2>"$TMP/err" || fail "did not run"
+grep -qE '^bobox-pin: thread=2 tid=[0-9]+ cpu=4 core=4 package=0 node=1 cpus=4-5,20-21$' "$TMP/err" ||
+    fail "shim with ll_caches: $(cat "$TMP/err")"
+BOBOX_PIN=numa_domains BOBOX_PIN_DRYRUN=1 LD_PRELOAD=$PIN "$P" 1 >/dev/null 2>"$TMP/err" || fail "did not run"
+grep -qE '^bobox-pin: thread=1 tid=[0-9]+ cpu=8 .* cpus=8-11,24-27$' "$TMP/err" || fail "numa_domains: $(cat "$TMP/err")"
+unset BOBOX_FSROOT
+# here: a core place is its one CPU (no HT on a CI runner: then two), a node place all allowed CPUs
+out=$(BOBOX_PIN=numa_domains LD_PRELOAD=$PIN taskset -c 0 "$P" 2) || fail "did not run"
+[ "$(grep -c 'allowed=0$' <<<"$out")" -eq 3 ] || fail "numa_domains under taskset -c 0: $out"
+if [ "$NCPU" -ge 2 ]; then
+    out=$(BOBOX_PIN=numa_domains LD_PRELOAD=$PIN "$P" 2) || fail "did not run"
+    [ "$(grep -c "allowed=$ALLOWED\$" <<<"$out")" -eq 3 ] || fail "numa_domains: not bound to the whole node: $out"
+    out=$(BOBOX_PIN=cores LD_PRELOAD=$PIN "$P" 1) || fail "did not run"
+    want=$(BOBOX_PIN=cores "$RUN" --pin=cores --plan 2 | awk 'NR > 2 { print $NF }' | tr '\n' ' ')
+    got=$(sed -nE 's/.* allowed=([^ ]*)$/\1/p' <<<"$out" | tr '\n' ' ')
+    [ "$got" = "$want" ] || fail "cores: threads bound to $got, the plan says $want"
+fi
+[ "$("$RUN" --pin=cores -- sh -c 'echo $OMP_PLACES')" = "$("$RUN" --pin=cores --plan $NCPU | awk 'NR > 2 { printf "%s{%s}", (NR > 3 ? "," : ""), $NF }')" ] ||
+    fail "OMP_PLACES for cores: $("$RUN" --pin=cores -- sh -c 'echo $OMP_PLACES')"
+
+for bad in --pin=S0: --pin=S0:1- --pin=X1:0 --pin=S0:0@ --pin=numa --cores=e; do
     "$RUN" "$bad" --plan 2 >"$TMP/out" 2>&1; rc=$?
     [ $rc -eq 2 ] && grep -q "^bobox-run: BOBOX_PIN" "$TMP/out" || fail "$bad: rc=$rc $(cat "$TMP/out")"
 done

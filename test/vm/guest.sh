@@ -44,6 +44,18 @@ $B/bobox-run --pin=compact --plan $((ncpu + 3)) >/tmp/plan-compact 2>&1
 BOBOX_PIN=compact run_checks affinity-compact env LD_PRELOAD=$B/libbobox-pin.so \
     $T/vm_affinity $((ncpu + 3)) /tmp/plan-compact "$expect" compact
 
+# OpenMP place names: numa_domains binds each thread to its whole node, as the kernel lists it
+$B/bobox-run --pin=numa_domains --plan 4 | awk 'NR > 2 { print $NF }' >/tmp/places.want
+$B/bobox-run --pin=numa_domains -- $T/pin_threads 3 >/tmp/places.out 2>&1
+sed -nE 's/.* thread=([0-9]+) .* allowed=([^ ]*)$/\1 \2/p' /tmp/places.out | sort -n | cut -d' ' -f2 >/tmp/places.got
+why=
+cmp -s /tmp/places.want /tmp/places.got || why="threads bound to $(tr '\n' ' ' </tmp/places.got), plan $(tr '\n' ' ' </tmp/places.want)"
+while read -r place; do
+    grep -qx "$place" /sys/devices/system/node/node*/cpulist || why="${why:-$place is no node's cpulist}"
+done </tmp/places.got
+[ -s /tmp/places.got ] || why="no thread reported: $(tail -3 /tmp/places.out | tr '\n' '|')"
+if [ -z "$why" ]; then pass "places-numa-domains"; else fail "places-numa-domains: $why"; fi
+
 # node placement of the allocator's memory
 run_checks numa $B/bobox-run -- $T/vm_numa
 

@@ -49,6 +49,26 @@ static int current_node(void)
     return cpu >= 0 && cpu < VM_MAX_CPUS ? topo.cpu[cpu].node : -1;
 }
 
+/* "N kB free" on a node: a preferred node that is full lets the kernel place pages elsewhere. */
+static const char *node_free(int node)
+{
+    static __thread char buf[64];
+    char path[96], line[256];
+    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", node);
+    snprintf(buf, sizeof buf, "free unknown");
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f)) {
+        char *p = strstr(line, "MemFree:");
+        if (p) {
+            snprintf(buf, sizeof buf, "%ld kB free", atol(p + 8));
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    return buf;
+}
+
 /* The memory policy of the mapping at p: the node the allocator bound it to, if it did. */
 static const char *policy_of(void *p)
 {
@@ -82,8 +102,8 @@ static void check(enum phase ph, int kind, void **objects, int n, size_t size, i
                         status[k] = -errno;
                 for (long k = 0; k < np; k++)
                     if (status[k] != want && wrong++ == 0)
-                        snprintf(first, sizeof first, "thread %d (node %d, now on %d): %s page %p on node %d, %s",
-                                 thread, want, current_node(), kinds[kind].name, pages[k], status[k],
+                        snprintf(first, sizeof first, "thread %d (node %d, now on %d, %s): %s page %p on node %d, %s",
+                                 thread, want, current_node(), node_free(want), kinds[kind].name, pages[k], status[k],
                                  policy_of(pages[k]));
                 pthread_mutex_lock(&tally_lock);
                 tallies[ph][kind].pages += np;
