@@ -148,7 +148,7 @@ boot() { # SxNxCxT
         [ $rc -eq 124 ] && why="no end within ${timeout_s}s"
         grep -aq '^VMTEST BEGIN' "$log" 2>/dev/null || why="$why, the guest never started its tests"
         f=$((f + 1))
-        echo "  FAIL boot-$topo: $why; $(tail -3 "$VMDIR/$topo.qemu.log" "$log" 2>/dev/null | tr -d '\r' | tr '\n' '|')"
+        echo "  FAIL boot-$topo: $why; $({ tail -n 3 "$VMDIR/$topo.qemu.log"; tail -n 3 "$log"; } 2>/dev/null | tr -d '\r' | tr '\n' '|')"
         failures+=("$topo: boot: $why")
     elif [ $((p + f)) -eq 0 ]; then
         f=$((f + 1)); failures+=("$topo: the guest ran no test")
