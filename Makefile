@@ -92,6 +92,7 @@ TEST_BINS := $(BUILD)/test/unit_alloc $(BUILD)/test/unit_api $(BUILD)/test/prelo
 -include pinning/pinning.mk
 -include bench/bench.mk
 -include test/hardening.mk
+-include test/vm/vm.mk
 
 deps:
 	@scripts/deps.sh

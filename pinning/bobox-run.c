@@ -13,7 +13,8 @@
 
 static const char usage[] =
     "usage: bobox-run [OPTIONS] -- PROGRAM [ARGS...]\n"
-    "       bobox-run [--pin=POLICY|LIST] [--skip=MASK] --plan N\n"
+    "       bobox-run [--pin=POLICY|LIST] [--skip=MASK] [--cores=p] --plan N\n"
+    "       bobox-run --topology\n"
     "\n"
     "Runs PROGRAM with the Bobox allocator (libbobox.so) and the thread-pinning shim\n"
     "(libbobox-pin.so) preloaded; LD_PRELOAD keeps what it already held. The main thread is\n"
@@ -25,10 +26,19 @@ static const char usage[] =
     "new thread of the tree the place with the fewest threads.\n"
     "\n"
     "options:\n"
-    "  --pin=POLICY    scatter (default): consecutive threads on different NUMA nodes,\n"
-    "                  packages and caches in turn; compact: fill the cores of one node\n"
+    "  --pin=POLICY    scatter (default): consecutive threads on different packages,\n"
+    "                  then NUMA nodes of a package, then caches, then cores (as\n"
+    "                  KMP_AFFINITY=scatter); compact: fill the cores of one node\n"
     "                  before the next; none: pin nothing; or a CPU list used in that\n"
-    "                  order, e.g. --pin=2,0,4-7 (sets BOBOX_PIN)\n"
+    "                  order, e.g. --pin=2,0,4-7; or likwid-pin domain expressions:\n"
+    "                  --pin=S0:0-3@S1:0-3 (N: the machine, S<i>: package i, M<i> or\n"
+    "                  N<i>: NUMA node i, C<i>: i-th last-level cache; indices count\n"
+    "                  the domain's cores first, then their HT siblings; see\n"
+    "                  --topology) (sets BOBOX_PIN)\n"
+    "                  OpenMP place names: --pin=cores|ll_caches|numa_domains|sockets\n"
+    "                  spreads threads over those places as scatter does, each bound\n"
+    "                  to all of its place (threads = scatter)\n"
+    "  --cores=p|all   p: no thread on an E-core of a hybrid part (BOBOX_PIN_CORES)\n"
     "  --skip=MASK     hex mask, bit k set = thread k is not pinned and takes no CPU from\n"
     "                  the plan, e.g. 0x2 for a runtime's helper thread (BOBOX_PIN_SKIP)\n"
     "  --no-alloc      preload only the pinning shim, keep the program's malloc\n"
@@ -37,6 +47,8 @@ static const char usage[] =
     "  --dry-run       plan and report, bind nothing (BOBOX_PIN_DRYRUN=1)\n"
     "  --stats         allocator statistics at exit (BOBOX_STATS=1)\n"
     "  --plan N        print the plan for N threads as a table and run nothing\n"
+    "  --topology      print the machine as the shim sees it (packages, nodes, caches,\n"
+    "                  cores, siblings, core kinds, allowed CPUs, domains) and run nothing\n"
     "  -h, --help      this text\n"
     "\n"
     "environment:\n"
@@ -129,14 +141,14 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
     bt_format_cpulist(&usable, list, sizeof list);
     printf("plan for %ld threads, policy %s: %d CPUs allowed (%s) of %d online, %d cores, %d packages, "
            "%d NUMA nodes%s\n",
-           nthreads, bp_policy_name(spec->policy), CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages,
+           nthreads, spec->unit != BP_UNIT_CPU ? bp_unit_name(spec->unit) : bp_policy_name(spec->policy), CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages,
            t.nnodes, t.hybrid == 1 ? ", hybrid (P then E cores, then P siblings)" : t.hybrid == 2 ? ", hybrid by cpu_capacity" : "");
     if (n == 0) {
         printf("no thread is pinned\n");
         return spec->policy == BP_NONE ? 0 : 1;
     }
-    printf("%6s %5s %7s %7s %5s %7s %4s %4s %4s\n", "thread", "cpu", "core_id", "package", "node", "sibling", "L2",
-           "L3", "kind");
+    printf("%6s %5s %7s %7s %5s %7s %4s %4s %4s%s\n", "thread", "cpu", "core_id", "package", "node", "sibling", "L2",
+           "L3", "kind", spec->unit != BP_UNIT_CPU ? " bound to" : "");
     for (long k = 0; k < nthreads; k++) {
         int cpu = bp_thread_cpu(order, n, skip, (unsigned)k);
         if (cpu < 0) {
@@ -149,9 +161,75 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
         for (int s = 0; s < core->nsib && core->sib[s] != cpu; s++)
             rank += CPU_ISSET(core->sib[s], &usable) ? 1 : 0;
         char kb[16];
-        printf("%6ld %5d %7d %7d %5d %7d %4d %4d %4s\n", k, cpu, core->core_id, core->package, core->node, rank,
-               c->l2, c->l3, kind_name(&t, core, kb, sizeof kb));
+        char place[512] = "";
+        if (spec->unit != BP_UNIT_CPU) {
+            cpu_set_t set;
+            bp_place_cpus(&t, &usable, spec->unit, cpu, &set);
+            place[0] = ' ';
+            bt_format_cpulist(&set, place + 1, sizeof place - 1);
+        }
+        printf("%6ld %5d %7d %7d %5d %7d %4d %4d %4s%s\n", k, cpu, core->core_id, core->package, core->node, rank,
+               c->l2, c->l3, kind_name(&t, core, kb, sizeof kb), place);
     }
+    return 0;
+}
+
+/* The machine as a tree (package > node > L3 > core) and the likwid-pin domains with their
+ * CPUs in index order, so that a domain expression can be read off. */
+static int print_topology(void)
+{
+    static struct bt_topology t;
+    static short dom[BT_MAX_CPUS];
+    cpu_set_t allowed, usable;
+    char list[1024], kb[16];
+    if (load(&t, &allowed) != 0)
+        return 1;
+    CPU_AND(&usable, &allowed, &t.online);
+    bt_format_cpulist(&t.online, list, sizeof list);
+    printf("%d CPUs online (%s), %d cores, %d packages, %d NUMA nodes%s\n", t.nonline, list, t.ncores, t.npackages,
+           t.nnodes, t.hybrid == 1 ? ", hybrid (P and E cores)" : t.hybrid == 2 ? ", hybrid by cpu_capacity" : "");
+    bt_format_cpulist(&usable, list, sizeof list);
+    printf("allowed: %s\n", list);
+    /* a core is listed under the first (package, node, L3) it is seen with, in CPU order */
+    int done[BT_MAX_CPUS] = { 0 };
+    for (int c = 0; c < BT_MAX_CPUS; c++) {
+        if (!t.cpu[c].online || done[t.cpu[c].core])
+            continue;
+        const struct bt_core *k0 = &t.core[t.cpu[c].core];
+        int pkg = k0->package, node = k0->node, l3 = t.cpu[c].l3;
+        printf("package %d, node %d, L3 of CPU %d:\n", pkg, node, l3);
+        for (int d = c; d < BT_MAX_CPUS; d++) {
+            if (!t.cpu[d].online || done[t.cpu[d].core])
+                continue;
+            const struct bt_core *k = &t.core[t.cpu[d].core];
+            if (k->package != pkg || k->node != node || t.cpu[d].l3 != l3)
+                continue;
+            done[t.cpu[d].core] = 1;
+            printf("  core %4d  CPUs", k->core_id);
+            for (int s = 0; s < k->nsib; s++)
+                printf(" %d%s", k->sib[s], CPU_ISSET(k->sib[s], &usable) ? "" : "(not allowed)");
+            printf("  L2 of CPU %d  kind %s\n", t.cpu[k->sib[0]].l2, kind_name(&t, k, kb, sizeof kb));
+        }
+    }
+    printf("domains (index order for --pin=DOMAIN:INDICES):\n");
+    char name[16];
+    for (int kind = 0; kind < 4; kind++)
+        for (int id = kind == 0 ? -1 : 0; id < BT_MAX_CPUS; id++) {
+            int len = id < 0 ? snprintf(name, sizeof name, "N")
+                             : snprintf(name, sizeof name, "%c%d", "NSMC"[kind], id);
+            int n = bp_domain_cpus(&t, name, (size_t)len, dom, BT_MAX_CPUS);
+            if (n <= 0) {
+                if (kind == 0 || kind == 3 || id > 4096)
+                    break; /* N has one domain; C<i> are numbered without gaps */
+                continue;  /* package and node ids may have gaps */
+            }
+            printf("  %-5s", name);
+            for (int i = 0; i < n; i++)
+                printf(" %d", dom[i]);
+            printf("\n");
+            if (kind == 0)
+                break;
+        }
     return 0;
 }
 
@@ -171,8 +249,15 @@ static void set_omp_places(const struct bp_spec *spec)
         return;
     int n = bp_order(&t, &allowed, spec, order, BP_MAX_ORDER, warn, sizeof warn);
     size_t pos = 0;
-    for (int i = 0; i < n; i++)
-        pos += (size_t)snprintf(places + pos, sizeof places - pos, "%s{%d}", i ? "," : "", order[i]);
+    for (int i = 0; i < n && pos + 16 < sizeof places; i++) {
+        cpu_set_t set;
+        char list[512];
+        bp_place_cpus(&t, &allowed, spec->unit, order[i], &set); /* one CPU, or its place */
+        bt_format_cpulist(&set, list, sizeof list);
+        pos += (size_t)snprintf(places + pos, sizeof places - pos, "%s{%s}", i ? "," : "", list);
+    }
+    if (pos >= sizeof places)
+        return; /* too many places to write: the shim alone binds the threads */
     if (n > 0) {
         setenv("OMP_PLACES", places, 1);
         setenv("BOBOX_PIN_OMP_PLACES", places, 1);
@@ -211,8 +296,8 @@ static int set_preload(int with_alloc)
 
 int main(int argc, char **argv)
 {
-    const char *pin = NULL, *skipmask = NULL;
-    int no_alloc = 0, verbose = 0, dryrun = 0, stats = 0, i;
+    const char *pin = NULL, *skipmask = NULL, *cores = NULL;
+    int no_alloc = 0, verbose = 0, dryrun = 0, stats = 0, topology = 0, i;
     long plan = -1;
     char err[600];
 
@@ -235,6 +320,10 @@ int main(int argc, char **argv)
             skipmask = a + 7;
         } else if (!strcmp(a, "--skip") && i + 1 < argc) {
             skipmask = argv[++i];
+        } else if (!strncmp(a, "--cores=", 8)) {
+            cores = a + 8;
+        } else if (!strcmp(a, "--topology")) {
+            topology = 1;
         } else if (!strcmp(a, "--no-alloc")) {
             no_alloc = 1;
         } else if (!strcmp(a, "--verbose")) {
@@ -258,7 +347,11 @@ int main(int argc, char **argv)
     static struct bp_skip skip;
     const char *pin_value = pin ? pin : getenv("BOBOX_PIN");
     const char *skip_value = skipmask ? skipmask : getenv("BOBOX_PIN_SKIP");
-    if (bp_parse_policy(pin_value, &spec, err, sizeof err) != 0 || bp_parse_skip(skip_value, &skip, err, sizeof err) != 0)
+    const char *cores_value = cores ? cores : getenv("BOBOX_PIN_CORES");
+    if (topology)
+        return print_topology();
+    if (bp_parse_policy(pin_value, &spec, err, sizeof err) != 0 || bp_parse_skip(skip_value, &skip, err, sizeof err) != 0 ||
+        bp_parse_cores(cores_value, &spec, err, sizeof err) != 0)
         return die_usage(err, NULL);
     if (plan > 0)
         return print_plan(plan, &spec, &skip);
@@ -269,6 +362,8 @@ int main(int argc, char **argv)
         setenv("BOBOX_PIN", pin, 1);
     if (skipmask)
         setenv("BOBOX_PIN_SKIP", skipmask, 1);
+    if (cores)
+        setenv("BOBOX_PIN_CORES", cores, 1);
     if (verbose)
         setenv("BOBOX_PIN_VERBOSE", "1", 1);
     if (dryrun)

@@ -12,21 +12,37 @@ extern "C" {
 #define BP_MAX_ORDER 4096 /* an explicit list may repeat CPUs */
 #define BP_MAX_SKIP 4096  /* threads a skip mask can name */
 
-enum bp_policy { BP_SCATTER, BP_COMPACT, BP_LIST, BP_NONE };
+enum bp_policy { BP_SCATTER, BP_COMPACT, BP_LIST, BP_NONE, BP_DOMAIN };
+/* What a thread is bound to: one CPU, or the whole place around its CPU (OpenMP's place names) */
+enum bp_unit { BP_UNIT_CPU, BP_UNIT_CORE, BP_UNIT_L3, BP_UNIT_NODE, BP_UNIT_PACKAGE };
 
 struct bp_spec {
     enum bp_policy policy;
     int n;                    /* BP_LIST: the CPUs in the given order */
     short cpu[BP_MAX_ORDER];
+    char domains[256];        /* BP_DOMAIN: the expression, resolved against a topology */
+    int pcores_only;          /* BOBOX_PIN_CORES=p: E-cores take no thread */
+    enum bp_unit unit;        /* BP_SCATTER with a place name: one place per core, L3, ... */
 };
 
 struct bp_skip {
     unsigned char bits[BP_MAX_SKIP / 8]; /* bit k: thread k is left alone */
 };
 
-/* BOBOX_PIN: "scatter", "compact", "none" or a list such as "2,0,4-7". NULL or "" = scatter.
+/* BOBOX_PIN: "scatter", "compact", "none", a list such as "2,0,4-7", likwid-pin domain
+ * expressions such as "S0:0-3@S1:0-3" (see bp_domain_cpus), or an OpenMP place name: "threads"
+ * (= scatter), "cores", "ll_caches", "numa_domains", "sockets" (scatter over those places, each
+ * thread bound to its whole place). NULL or "" = scatter.
  * Returns 0, or -1 with a message in err. */
 int bp_parse_policy(const char *s, struct bp_spec *spec, char *err, size_t errlen);
+/* BOBOX_PIN_CORES: "all" (or NULL, "") or "p" (keep threads off E-cores). Sets spec->pcores_only. */
+int bp_parse_cores(const char *s, struct bp_spec *spec, char *err, size_t errlen);
+
+/* The CPUs of a likwid-pin domain, physical cores first (by first CPU), then their second
+ * siblings, and so on: N (the machine), S<i> (package i), M<i> or N<i> (NUMA node i),
+ * C<i> (the i-th last-level cache, by lowest CPU). Fills out[], returns the count, 0 if the
+ * domain is empty, -1 if the name is malformed. */
+int bp_domain_cpus(const struct bt_topology *t, const char *name, size_t namelen, short *out, int maxn);
 /* BOBOX_PIN_SKIP: a hex mask, "0x" optional. NULL or "" = skip nothing. */
 int bp_parse_skip(const char *s, struct bp_skip *skip, char *err, size_t errlen);
 int bp_skipped(const struct bp_skip *skip, unsigned k);
@@ -39,6 +55,12 @@ const char *bp_policy_name(enum bp_policy p);
  * in warn (warn[0] == 0 when there is nothing to say). */
 int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct bp_spec *spec,
              short *order, int maxn, char *warn, size_t warnlen);
+
+/* The CPUs a thread whose plan CPU is `cpu` is bound to: the allowed CPUs of its place (its
+ * core, L3, node or package), or just `cpu` for BP_UNIT_CPU. */
+void bp_place_cpus(const struct bt_topology *t, const cpu_set_t *allowed, enum bp_unit unit, int cpu,
+                   cpu_set_t *out);
+const char *bp_unit_name(enum bp_unit u);
 
 /* The place in the order a new thread takes: the first one with the fewest live threads
  * (live[i]: threads on place i now). While no thread exits this is creation order, wrapping

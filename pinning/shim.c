@@ -32,6 +32,8 @@
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 typedef int (*sched_set_fn)(pid_t, size_t, const cpu_set_t *);
 typedef int (*pthread_set_fn)(pthread_t, size_t, const cpu_set_t *);
+static _Atomic(sched_set_fn) real_sched_set;
+static _Atomic(pthread_set_fn) real_pthread_set;
 
 static struct bt_topology topo; /* ~90 KB: static, not on a stack, not from malloc */
 static struct bp_spec spec;
@@ -86,6 +88,14 @@ static void *next_sym(const char *name)
     return dlsym(RTLD_NEXT, name);
 }
 
+/* The default version: dlsym finds it without the failed dlvsym calls of next_sym, each of
+ * which mallocs an error message. Before the main thread is pinned that malloc would pick the
+ * NUMA node of its heap (a thread's first malloc does) from the CPU it is about to leave. */
+static void *next_default(const char *name)
+{
+    return dlsym(RTLD_NEXT, name);
+}
+
 static create_fn real_create(void)
 {
     static _Atomic(create_fn) fn;
@@ -97,11 +107,12 @@ static create_fn real_create(void)
     return f;
 }
 
+static cpu_set_t plan_allowed; /* the set the plan was made from: places are cut from it */
+
 static int bind_to(pid_t tid, int cpu)
 {
     cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
+    bp_place_cpus(&topo, &plan_allowed, spec.unit, cpu, &set); /* one CPU, or its place */
     /* the raw call: our own sched_setaffinity wrapper is for the program's calls */
     return syscall(SYS_sched_setaffinity, tid, sizeof set, &set) == 0 ? 0 : errno;
 }
@@ -138,8 +149,15 @@ static void pin(unsigned k, pid_t tid, int slot)
     }
     if (verbose || dryrun) {
         const struct bt_core *c = &topo.core[topo.cpu[cpu].core];
-        say("bobox-pin: thread=%u tid=%d cpu=%d core=%d package=%d node=%d", k, tid ? (int)tid : (int)gettid_(),
-            cpu, c->core_id, c->package, c->node);
+        char place[300] = "";
+        if (spec.unit != BP_UNIT_CPU) {
+            cpu_set_t set;
+            bp_place_cpus(&topo, &plan_allowed, spec.unit, cpu, &set);
+            memcpy(place, " cpus=", 7);
+            bt_format_cpulist(&set, place + 6, sizeof place - 6);
+        }
+        say("bobox-pin: thread=%u tid=%d cpu=%d core=%d package=%d node=%d%s", k, tid ? (int)tid : (int)gettid_(),
+            cpu, c->core_id, c->package, c->node, place);
     }
 }
 
@@ -169,7 +187,7 @@ static void set_inherited(char flag, const cpu_set_t *allowed)
     if (allowed)
         bt_format_cpulist(allowed, env_allowed + n, sizeof env_allowed - (size_t)n);
     /* libc's putenv, not a program's own (see env_get); static storage: the flag may flip later */
-    int (*put)(char *) = (int (*)(char *))next_sym("putenv");
+    int (*put)(char *) = (int (*)(char *))next_default("putenv");
     (put ? put : putenv)(env_allowed);
 }
 
@@ -193,6 +211,13 @@ static void mark_foreign(int who, size_t size, const cpu_set_t *set)
         cpu_set_t s;
         CPU_ZERO(&s);
         memcpy(&s, set, size);
+        if (spec.unit != BP_UNIT_CPU && CPU_COUNT(&s) > 1) /* a place bobox-run put in OMP_PLACES */
+            for (int i = 0; i < norder; i++) {
+                cpu_set_t place;
+                bp_place_cpus(&topo, &plan_allowed, spec.unit, order[i], &place);
+                if (CPU_EQUAL(&place, &s))
+                    return;
+            }
         if (CPU_COUNT(&s) == 1 && ((who == 1 && my_cpu >= 0 && CPU_ISSET(my_cpu, &s)) || (who < 0 && in_plan(&s))))
             return;
     }
@@ -222,6 +247,11 @@ static void init(void)
     dryrun = d;
     if (spec.policy == BP_NONE)
         return;
+    if (bp_parse_cores(env_get("BOBOX_PIN_CORES"), &spec, err, sizeof err) != 0 && !inherited)
+        say("bobox-pin: %s; using all", err);
+    /* what the tree's stored order is keyed by: the policy and the core kinds it may use */
+    char key[300];
+    snprintf(key, sizeof key, "%s%s", policy, spec.pcores_only ? "\ncores=p" : "");
 
     static const char *const omp_vars[] = { "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY" };
     const char *mark = env_get(ENV_OMP_MARK), *places = env_get("OMP_PLACES");
@@ -265,8 +295,8 @@ static void init(void)
         unpinned = allowed;
         /* The tree's order, when it was planned the same way: no topology to read. Verbose
          * and dry runs read it anyway, to name each CPU's core and node. */
-        if (!verbose && !dryrun)
-            norder = pt_known_order(policy, &allowed, order);
+        if (!verbose && !dryrun && spec.unit == BP_UNIT_CPU) /* places need the topology */
+            norder = pt_known_order(key, &allowed, order);
         if (!norder && bt_read(&topo, NULL, err, sizeof err) != 0)
             goto bad;
     }
@@ -279,7 +309,6 @@ static void init(void)
         snprintf(err, sizeof err, "BOBOX_PIN=%s: no allowed CPU to pin to", policy);
         goto bad;
     }
-    set_inherited('P', &allowed);
     if ((verbose || dryrun) && !inherited) {
         char al[512], ord[512];
         size_t pos = 0;
@@ -289,16 +318,21 @@ static void init(void)
             pos += (size_t)snprintf(ord + pos, sizeof ord - pos, "%s%d", i ? "," : "", order[i]);
         if (pos + 16 >= sizeof ord)
             snprintf(ord + pos, sizeof ord - pos, ",...");
-        say("bobox-pin: pid=%d policy=%s allowed=%s order=%s%s%s", (int)getpid(), bp_policy_name(spec.policy), al,
+        say("bobox-pin: pid=%d policy=%s allowed=%s order=%s%s%s", (int)getpid(),
+            spec.unit != BP_UNIT_CPU ? bp_unit_name(spec.unit) : bp_policy_name(spec.policy), al,
             ord, dryrun ? " dryrun" : "", omp_ours ? " omp-places" : "");
     }
-    pt_attach(order, norder, &allowed, policy);
+    plan_allowed = allowed;
+    pt_attach(order, norder, &allowed, key);
     atomic_store(&active, 1);
     if (!bp_skipped(&skip, 0)) {
         int row, s = pt_take_process(-1, inherited_cpu, &row);
         my_row = row;
         pin(0, getpid(), s);
     }
+    /* After the pin: putenv may malloc, and the main thread's first malloc picks the NUMA node
+     * of its heap from the CPU it runs on. */
+    set_inherited('P', &allowed);
     return;
 bad:
     if (!quiet)
@@ -337,6 +371,10 @@ static void ensure_init(void)
     int expect = 0;
     if (atomic_compare_exchange_strong(&init_state, &expect, 1)) {
         in_init = 1;
+        /* Looked up once here, not in a thread's first sched_setaffinity: a lookup may malloc,
+         * and that thread's first malloc would tie its heap to the node it is leaving. */
+        atomic_store(&real_sched_set, (sched_set_fn)next_default("sched_setaffinity"));
+        atomic_store(&real_pthread_set, (pthread_set_fn)next_default("pthread_setaffinity_np"));
         init();
         if (atomic_load(&active))
             pthread_atfork(NULL, NULL, after_fork_child);
@@ -429,14 +467,11 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
 
 EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 {
-    static _Atomic(sched_set_fn) real;
     ensure_init();
     mark_foreign(pid == 0 || pid == gettid_(), size, set);
-    sched_set_fn f = atomic_load(&real);
-    if (!f) {
-        f = (sched_set_fn)next_sym("sched_setaffinity");
-        atomic_store(&real, f);
-    }
+    sched_set_fn f = atomic_load(&real_sched_set);
+    if (!f) /* called before our constructor finished */
+        f = (sched_set_fn)next_default("sched_setaffinity");
     if (f)
         return f(pid, size, set);
     return syscall(SYS_sched_setaffinity, pid, size, set) == 0 ? 0 : -1;
@@ -444,13 +479,10 @@ EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
 
 EXPORT int pthread_setaffinity_np(pthread_t thread, size_t size, const cpu_set_t *set)
 {
-    static _Atomic(pthread_set_fn) real;
     ensure_init();
     mark_foreign(pthread_equal(thread, pthread_self()), size, set);
-    pthread_set_fn f = atomic_load(&real);
-    if (!f) {
-        f = (pthread_set_fn)next_sym("pthread_setaffinity_np");
-        atomic_store(&real, f);
-    }
+    pthread_set_fn f = atomic_load(&real_pthread_set);
+    if (!f)
+        f = (pthread_set_fn)next_default("pthread_setaffinity_np");
     return f ? f(thread, size, set) : ENOSYS;
 }

@@ -54,6 +54,80 @@ TEST_CASE("plan: 4 NUMA nodes x 6 cores (Opteron 8431)", "[pin][plan]")
     check_counts(*t, "compact", range(0, 23));
 }
 
+TEST_CASE("plan: scatter spreads packages before the nodes inside them (4 x Magny-Cours)", "[pin][plan]")
+{
+    auto t = load("4s2n-magnycours"); // node n = CPUs n*6..n*6+5, package s = nodes 2s, 2s+1
+    std::vector<int> scatter;
+    for (int i = 0; i < 6; i++)
+        for (int die = 0; die < 2; die++)
+            for (int s = 0; s < 4; s++)
+                scatter.push_back((s * 2 + die) * 6 + i);
+    // 0, 12, 24, 36 (one per package), then 6, 18, 30, 42 (the packages' second nodes), ...
+    check_counts(*t, "scatter", scatter);
+    check_counts(*t, "compact", range(0, 47));
+}
+
+TEST_CASE("plan: 2 sockets x 2 nodes (sub-NUMA clusters) x 4 cores x 2 HT", "[pin][plan]")
+{
+    auto t = load("2s2n-snc-ht"); // nodes 0-3, 4-7 | 8-11, 12-15; siblings +16
+    std::vector<int> round = { 0, 8, 4, 12, 1, 9, 5, 13, 2, 10, 6, 14, 3, 11, 7, 15 };
+    std::vector<int> siblings;
+    for (int c : round)
+        siblings.push_back(c + 16);
+    check_counts(*t, "scatter", cat(round, siblings));
+    check_counts(*t, "compact", range(0, 31));
+}
+
+TEST_CASE("plan: EPYC NPS2, packages then nodes then L3 complexes then cores", "[pin][plan]")
+{
+    auto t = load("2s2n-epyc-nps2"); // node = 4 cores in 2 L3s of 2; siblings +16
+    std::vector<int> round = { 0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15 };
+    std::vector<int> siblings;
+    for (int c : round)
+        siblings.push_back(c + 16);
+    check_counts(*t, "scatter", cat(round, siblings));
+    check_counts(*t, "compact", range(0, 31));
+}
+
+TEST_CASE("plan: a node holding two packages is the outer level", "[pin][plan]")
+{
+    auto t = load("4s-on-2n"); // node 0 = packages 0 (0-1), 1 (2-3); node 1 = packages 2, 3
+    check_counts(*t, "scatter", { 0, 4, 2, 6, 1, 5, 3, 7 });
+    check_counts(*t, "compact", range(0, 7));
+}
+
+// At every prefix of scatter's first round, the threads per package differ by at most one
+// among packages with a core left, and so do the threads per node inside each package.
+TEST_CASE("plan: scatter is balanced over packages, then nodes, on every fixture", "[pin][plan]")
+{
+    for (const char *name : { "ht4-apart", "2s8c-ht", "opteron8431", "offline", "hexmask-old", "4s2n-magnycours",
+                              "2s2n-snc-ht", "2s2n-epyc-nps2" }) {
+        INFO(name);
+        auto t = load(name);
+        std::vector<int> cores_of_pkg(BT_MAX_CPUS, 0), cores_of_node(BT_MAX_CPUS, 0);
+        for (int i = 0; i < t->ncores; i++) {
+            cores_of_pkg[(size_t)t->core[i].package]++;
+            cores_of_node[(size_t)t->core[i].node]++;
+        }
+        auto order = plan(*t, "scatter", t->ncores);
+        std::vector<int> in_pkg(BT_MAX_CPUS, 0), in_node(BT_MAX_CPUS, 0);
+        for (int k = 0; k < t->ncores; k++) {
+            const bt_core &c = t->core[t->cpu[order[(size_t)k]].core];
+            int pkg = c.package, node = c.node;
+            // this thread's package had the fewest threads among packages with a free core
+            for (int i = 0; i < t->ncores; i++) {
+                int p = t->core[i].package;
+                if (in_pkg[(size_t)p] < cores_of_pkg[(size_t)p])
+                    CHECK(in_pkg[(size_t)pkg] <= in_pkg[(size_t)p]);
+                if (p == pkg && in_node[(size_t)t->core[i].node] < cores_of_node[(size_t)t->core[i].node])
+                    CHECK(in_node[(size_t)node] <= in_node[(size_t)t->core[i].node]);
+            }
+            in_pkg[(size_t)pkg]++;
+            in_node[(size_t)node]++;
+        }
+    }
+}
+
 TEST_CASE("plan: hybrid, P-cores then E-cores then P siblings", "[pin][plan]")
 {
     auto t = load("hybrid");
@@ -251,4 +325,114 @@ TEST_CASE("inherited allowed set: our one-CPU mask is replaced, others stand", "
     CHECK(bp_inherit_allowed(&m, "X:") == 0);
     CHECK(bp_inherit_allowed(&m, "P:junk") == 0);
     CHECK(CPU_COUNT(&m) == 1);
+}
+
+TEST_CASE("domains: likwid-pin expressions, physical cores first", "[pin][plan][domains]")
+{
+    auto t = load("2s8c-ht"); // package s = CPUs s*8..s*8+7, siblings +16; node = package
+    CHECK(plan(*t, "S0:0-3", 4) == std::vector<int>{ 0, 1, 2, 3 });
+    CHECK(plan(*t, "S1:0-3", 4) == std::vector<int>{ 8, 9, 10, 11 });
+    CHECK(plan(*t, "S0:7-9", 3) == std::vector<int>{ 7, 16, 17 }); // past the cores: the siblings
+    CHECK(plan(*t, "S0:0-1@S1:0-1", 4) == std::vector<int>{ 0, 1, 8, 9 });
+    CHECK(plan(*t, "M1:0,2,4", 3) == std::vector<int>{ 8, 10, 12 });
+    CHECK(plan(*t, "N1:0-7:2", 4) == std::vector<int>{ 8, 10, 12, 14 }); // N<i>: NUMA node i
+    CHECK(plan(*t, "N:0-1", 2) == std::vector<int>{ 0, 1 });             // N: the machine
+    CHECK(plan(*t, "N:15-16", 2) == std::vector<int>{ 15, 16 });
+    CHECK(plan(*t, "C1:0", 1) == std::vector<int>{ 8 }); // the second L3
+
+    auto h = load("ht4-apart"); // core c = CPUs c and c+4
+    CHECK(plan(*h, "S0:0-7", 8) == range(0, 7));
+    auto m = load("4s2n-magnycours"); // L3 per node: C3 = node 3 = CPUs 18-23
+    CHECK(plan(*m, "C3:0-1", 2) == std::vector<int>{ 18, 19 });
+    CHECK(plan(*m, "S1:0-11:6", 2) == std::vector<int>{ 12, 18 });
+    auto y = load("hybrid"); // P-cores 0,2,4,6 (siblings 1,3,5,7), E-cores 8-15
+    CHECK(plan(*y, "S0:0-5", 6) == std::vector<int>{ 0, 2, 4, 6, 8, 9 });
+    CHECK(plan(*y, "S0:12-15", 4) == std::vector<int>{ 1, 3, 5, 7 });
+
+    // indices past the domain, and CPUs not allowed: left out, with a warning
+    static bp_spec spec;
+    short order[BP_MAX_ORDER];
+    char err[600], warn[600];
+    REQUIRE(bp_parse_policy("S1:14-17@S0:0", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 3);
+    CHECK(std::vector<int>(order, order + 3) == std::vector<int>{ 30, 31, 0 });
+    CHECK(std::string(warn).find("S1 has 16 CPUs, no index 16") != std::string::npos);
+    REQUIRE(bp_parse_policy("S7:0", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 0);
+    CHECK(std::string(warn).find("S7 has 0 CPUs") != std::string::npos);
+    cpu_set_t allowed = cpus("0-7");
+    REQUIRE(bp_parse_policy("S0:0@S1:0", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), &allowed, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 1);
+    CHECK(order[0] == 0);
+    CHECK(std::string(warn).find("left out: 8") != std::string::npos);
+
+    for (const char *bad : { "S0:", "S:0", "S0:1-", "C:1", "M0", "S0:0@", "S0:0@X1:0", "S0-1:0", "N1:0-3@" }) {
+        INFO(bad);
+        CHECK(bp_parse_policy(bad, &spec, err, sizeof err) != 0);
+        CHECK(spec.policy == BP_NONE);
+        CHECK(std::string(err).find("BOBOX_PIN=") == 0);
+    }
+}
+
+TEST_CASE("cores=p: E-cores take no thread", "[pin][plan]")
+{
+    auto y = load("hybrid");
+    static bp_spec spec;
+    static short order[BP_MAX_ORDER];
+    char err[600], warn[600];
+    REQUIRE(bp_parse_policy("scatter", &spec, err, sizeof err) == 0);
+    REQUIRE(bp_parse_cores("p", &spec, err, sizeof err) == 0);
+    int n = bp_order(y.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    CHECK(std::vector<int>(order, order + n) == std::vector<int>{ 0, 2, 4, 6, 1, 3, 5, 7 });
+    REQUIRE(bp_parse_policy("S0:0-5", &spec, err, sizeof err) == 0);
+    REQUIRE(bp_parse_cores("P", &spec, err, sizeof err) == 0);
+    n = bp_order(y.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    CHECK(std::vector<int>(order, order + n) == std::vector<int>{ 0, 2, 4, 6 }); // 8, 9 left out
+    // no E-cores: nothing changes
+    auto t = load("2s8c-ht");
+    REQUIRE(bp_parse_policy("compact", &spec, err, sizeof err) == 0);
+    REQUIRE(bp_parse_cores("p", &spec, err, sizeof err) == 0);
+    CHECK(bp_order(t.get(), nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn) == 32);
+    CHECK(bp_parse_cores("all", &spec, err, sizeof err) == 0);
+    CHECK(spec.pcores_only == 0);
+    CHECK(bp_parse_cores("e", &spec, err, sizeof err) != 0);
+    CHECK(std::string(err).find("BOBOX_PIN_CORES=e") == 0);
+}
+
+TEST_CASE("places: OpenMP place names, one thread per place, bound to all of it", "[pin][plan][places]")
+{
+    auto t = load("2s8c-ht"); // packages = nodes = L3s: CPUs 0-7 | 8-15, siblings +16
+    // cores: the scatter order without siblings; a thread gets its core's two CPUs
+    CHECK(plan(*t, "cores", 17) == cycle(zip(range(0, 7), range(8, 15)), 17));
+    CHECK(plan(*t, "numa_domains", 3) == std::vector<int>{ 0, 8, 0 });
+    CHECK(plan(*t, "sockets", 2) == std::vector<int>{ 0, 8 });
+    CHECK(plan(*t, "ll_caches", 2) == std::vector<int>{ 0, 8 });
+    CHECK(plan(*t, "threads", 32) == plan(*t, "scatter", 32));
+    cpu_set_t s, want;
+    bp_place_cpus(t.get(), nullptr, BP_UNIT_CORE, 9, &s);
+    want = cpus("9,25");
+    CHECK(CPU_EQUAL(&s, &want));
+    bp_place_cpus(t.get(), nullptr, BP_UNIT_NODE, 8, &s);
+    want = cpus("8-15,24-31");
+    CHECK(CPU_EQUAL(&s, &want));
+    cpu_set_t allowed = cpus("0-3,16-17");
+    bp_place_cpus(t.get(), &allowed, BP_UNIT_PACKAGE, 1, &s);
+    want = cpus("0-3,16-17"); // only what the process may use
+    CHECK(CPU_EQUAL(&s, &want));
+    bp_place_cpus(t.get(), nullptr, BP_UNIT_CPU, 5, &s);
+    want = cpus("5");
+    CHECK(CPU_EQUAL(&s, &want));
+
+    auto e = load("2s2n-epyc-nps2"); // L3 = 2 cores; nodes of 2 L3s; packages of 2 nodes
+    CHECK(plan(*e, "ll_caches", 8) == std::vector<int>{ 0, 8, 4, 12, 2, 10, 6, 14 });
+    CHECK(plan(*e, "numa_domains", 4) == std::vector<int>{ 0, 8, 4, 12 });
+    bp_place_cpus(e.get(), nullptr, BP_UNIT_L3, 6, &s);
+    want = cpus("6-7,22-23");
+    CHECK(CPU_EQUAL(&s, &want));
+    static bp_spec spec;
+    char err[600];
+    REQUIRE(bp_parse_policy("NUMA_DOMAINS", &spec, err, sizeof err) == 0);
+    CHECK(spec.unit == BP_UNIT_NODE);
+    CHECK(std::string(bp_unit_name(spec.unit)) == "numa_domains");
+    CHECK(bp_parse_policy("numa", &spec, err, sizeof err) != 0);
 }
