@@ -12,15 +12,26 @@ void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag
     bc->count = bc->represented = 0;
     bc->bound = bound;
     bc->max_blocks = max_blocks;
-    bc->active = false;
+    bc->active = 0;
+    bc->lock = (bx_lock_t)BX_LOCK_INIT;
 }
 
 /* A cached block's first word links the cache, its second names its superblock: no pagemap
  * lookup on the way out. */
 static inline bx_superblock_t *cached_sb(void *block) { return ((bx_superblock_t **)block)[1]; }
 
-void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
-    bc->active = true;
+#define ACTIVE_TICK 1
+#define ACTIVE_PASS 2
+
+bool bx_blockcache_would_grow(bx_blockcache_t *bc) {
+    bx_lock(&bc->lock);
+    bool grow = !bc->head && (bc->alloc.count == 0 || !bc->alloc.heap[0]->free);
+    bx_unlock(&bc->lock);
+    return grow;
+}
+
+static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
+    bc->active = ACTIVE_TICK | ACTIVE_PASS;
     void *block = bc->head;
     if (!block) return bx_blockalloc_alloc(&bc->alloc, sb_out);
     bc->head = bx_link_get(block);
@@ -31,7 +42,14 @@ void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
     return block;
 }
 
-void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
+void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
+    bx_lock(&bc->lock);
+    void *block = take(bc, sb_out);
+    bx_unlock(&bc->lock);
+    return block;
+}
+
+static void give(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
     if (bc->count >= bc->max_blocks) {
         bx_blockalloc_free(&bc->alloc, sb, block);
         return;
@@ -50,7 +68,13 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
     bc->count++;
 }
 
-void bx_blockcache_flush(bx_blockcache_t *bc) {
+void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
+    bx_lock(&bc->lock);
+    give(bc, sb, block);
+    bx_unlock(&bc->lock);
+}
+
+static void flush(bx_blockcache_t *bc) {
     while (bc->head) {
         void *block = bc->head;
         bc->head = bx_link_get(block);
@@ -61,7 +85,29 @@ void bx_blockcache_flush(bx_blockcache_t *bc) {
     bc->count = bc->represented = 0;
 }
 
+void bx_blockcache_flush(bx_blockcache_t *bc) {
+    bx_lock(&bc->lock);
+    flush(bc);
+    bx_unlock(&bc->lock);
+}
+
 void bx_blockcache_decay(bx_blockcache_t *bc) {
-    if (!bc->active) bx_blockcache_flush(bc);
-    bc->active = false;
+    bx_lock(&bc->lock);
+    if (!(bc->active & ACTIVE_TICK)) flush(bc);
+    bc->active &= (uint8_t)~ACTIVE_TICK;
+    bx_unlock(&bc->lock);
+}
+
+void bx_blockcache_reclaim(bx_blockcache_t *bc) {
+    if (!bx_trylock(&bc->lock)) return;
+    if (!(bc->active & ACTIVE_PASS)) flush(bc);
+    bc->active &= (uint8_t)~ACTIVE_PASS;
+    bx_unlock(&bc->lock);
+}
+
+bool bx_blockcache_check(bx_blockcache_t *bc) {
+    bx_lock(&bc->lock);
+    bool ok = bx_blockalloc_check(&bc->alloc);
+    bx_unlock(&bc->lock);
+    return ok;
 }

@@ -7,6 +7,7 @@
 #ifndef BX_BLOCKCACHE_H
 #define BX_BLOCKCACHE_H
 
+#include "lock.h"
 #include "superblock.h"
 
 /* Their bounds: retention.h. */
@@ -21,7 +22,11 @@ typedef struct bx_blockcache {
     uint32_t represented; /* distinct superblocks among them */
     uint32_t bound;       /* most superblocks represented */
     uint32_t max_blocks;  /* most blocks cached */
-    bool active;          /* a block was taken since the last decay tick */
+    uint8_t active;          /* a block was taken since the last decay: a bit for the owner's
+                              * tick, one for the reclaimer's pass */
+    /* The owner takes it for every operation, uncontended but for the reclaimer, which
+     * empties the caches of threads that stopped calling us (retention.h). */
+    bx_lock_t lock;
 } bx_blockcache_t;
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size, uint32_t bound,
@@ -29,9 +34,7 @@ void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag
 /* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. */
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out);
 /* True when the next block would be memory never handed out (untouched pages). */
-static inline bool bx_blockcache_would_grow(const bx_blockcache_t *bc) {
-    return !bc->head && (bc->alloc.count == 0 || !bc->alloc.heap[0]->free);
-}
+bool bx_blockcache_would_grow(bx_blockcache_t *bc);
 /* Takes back a block of superblock sb. */
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
 /* The superblock holding a block (a pagemap lookup). */
@@ -42,5 +45,10 @@ void bx_blockcache_flush(bx_blockcache_t *bc);
  * call. A cache in use keeps its blocks: flushing it would only empty its superblocks into
  * the node, where other bins take them and touch fresh pages for this one. */
 void bx_blockcache_decay(bx_blockcache_t *bc);
+/* Validates its block allocator (bx_blockalloc_check). */
+bool bx_blockcache_check(bx_blockcache_t *bc);
+/* The same for the reclaimer, from another thread: flushes a cache that gave no block since
+ * the reclaimer's last pass. Skips one its owner holds at the moment. */
+void bx_blockcache_reclaim(bx_blockcache_t *bc);
 
 #endif

@@ -248,8 +248,8 @@ bool bx_heap_check(bx_heap_t *h) {
         /* A release request redirects it to the stand-in until the owner's next malloc. */
         if (b != &bx_heap_bin_none && (b != &h->small[bx_small_index[step]] || b->size < step * 16)) return false;
     }
-    if (!bx_blockalloc_check(&h->small_blocks.alloc)) return false;
+    if (!bx_blockcache_check(&h->small_blocks)) return false;
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++)
-        if (!bx_blockalloc_check(&h->medium[i].alloc)) return false;
+        if (!bx_blockcache_check(&h->medium[i])) return false;
     return true;
 }

@@ -67,7 +67,8 @@ extern bx_bin_t bx_heap_bin_none;
 static inline void bx_heap_tick(bx_heap_t *h) {
     uint64_t now = bx_now_ns();
     /* Atomic: bx_retention_request moves it from another thread (a plain move on x86). */
-    if (BX_UNLIKELY(now >= __atomic_load_n(&h->next_tick_ns, __ATOMIC_RELAXED))) bx_retention_tick_due(h, now);
+    if (BX_UNLIKELY(now >= __atomic_load_n(&h->next_tick_ns, __ATOMIC_RELAXED) || bx_retention_tick_wanted()))
+        bx_retention_tick_due(h, now);
 }
 
 /* Allocation on a heap the caller owns. */

@@ -2,6 +2,7 @@
 #ifndef BX_OS_H
 #define BX_OS_H
 
+#include <stdatomic.h>
 #include <time.h>
 
 #include "common.h"
@@ -47,6 +48,12 @@ size_t bx_os_page_size(void);
 
 /* Reads a small /proc or /sys file into buf, NUL-terminated; false if absent or empty. */
 bool bx_os_read_file(const char *path, char *buf, size_t size);
+
+/* Whether the process has had BX_OS_BIG_BYTES mapped: big enough for the reclaimer
+ * (reclaimer.h), which takes note at the next tick (BECAME_BIG -> BIG). */
+#define BX_OS_BIG_BYTES (64 * BX_MB)
+enum { BX_OS_SMALL, BX_OS_BECAME_BIG, BX_OS_BIG };
+extern atomic_int bx_os_big __attribute__((visibility("hidden")));
 
 /* Process-wide counters (bytes). */
 size_t bx_os_mapped_bytes(void);

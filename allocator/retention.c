@@ -38,6 +38,14 @@ size_t bx_retention_release_shared(enum bx_release_level level) {
     return bx_node_purge(all) + bx_large_purge(all);
 }
 
+static void (*tick_hook)(void);
+void bx_retention_set_tick_hook(void (*fn)(void)) { tick_hook = fn; }
+
+void bx_retention_reclaim_idle(bx_heap_t *h) {
+    bx_blockcache_reclaim(&h->small_blocks);
+    for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_reclaim(&h->medium[i]);
+}
+
 void bx_retention_tick_due(bx_heap_t *h, uint64_t now_ns) {
     if (BX_UNLIKELY(h->follow_cpu)) bx_heap_follow_cpu(h);
     __atomic_store_n(&h->next_tick_ns, now_ns + (bx_options.decay_ms ? bx_options.decay_ms : 1) * (uint64_t)1000000,
@@ -51,6 +59,7 @@ void bx_retention_tick_due(bx_heap_t *h, uint64_t now_ns) {
     }
     bx_retention_release_heap(h, BX_RELEASE_TICK);
     bx_retention_release_shared(BX_RELEASE_TICK);
+    if (tick_hook) tick_hook();
 }
 
 void bx_retention_request(bx_heap_t *h) {

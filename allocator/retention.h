@@ -13,7 +13,10 @@
 #ifndef BX_RETENTION_H
 #define BX_RETENTION_H
 
+#include <stdatomic.h>
+
 #include "common.h"
+#include "os.h"
 
 /* Keep blocks (keep.h): per bin, BX_KEEP_BYTES worth of objects within [MIN, MAX]; per heap,
  * at most BX_KEEP_HEAP_BYTES that no chain counts. */
@@ -39,6 +42,11 @@ struct bx_heap;
 /* The owner's slow paths: the TICK release when it is due, or a release another thread
  * asked for (bx_retention_request). Inline: every medium malloc makes the check. */
 void bx_retention_tick_due(struct bx_heap *h, uint64_t now_ns);
+/* A tick is wanted before its time: the process just became big enough for the reclaimer,
+ * which starts at a tick (no lock is held there). */
+static inline bool bx_retention_tick_wanted(void) {
+    return BX_UNLIKELY(atomic_load_explicit(&bx_os_big, memory_order_relaxed) == BX_OS_BECAME_BIG);
+}
 /* Gives back what a heap holds free, for `level` (TICK: only what sat idle). The caller owns
  * the heap or holds it exclusively. */
 void bx_retention_release_heap(struct bx_heap *h, enum bx_release_level level);
@@ -47,5 +55,10 @@ void bx_retention_release_heap(struct bx_heap *h, enum bx_release_level level);
 size_t bx_retention_release_shared(enum bx_release_level level);
 /* Asks the live heap of another thread to release everything at its next malloc. */
 void bx_retention_request(struct bx_heap *h);
+/* The reclaimer's pass (reclaimer.h), from its own thread: the block caches of any heap that
+ * took no block from them since the previous pass go back to the node. */
+void bx_retention_reclaim_idle(struct bx_heap *h);
+/* Called after every TICK release (the reclaimer starts from there). */
+void bx_retention_set_tick_hook(void (*fn)(void));
 
 #endif

@@ -9,6 +9,7 @@
 #include "lock.h"
 #include "node.h"
 #include "options.h"
+#include "reclaimer.h"
 
 BX_TLS bx_heap_t *bx_tls_heap;
 BX_TLS bx_heap_t *bx_tls_fast;
@@ -222,6 +223,7 @@ static void fork_child(void) {
     bx_large_reset_lock();
     bx_lock_reset(&orphan_lock);
     bx_lock_reset(&registry_lock);
+    bx_reclaimer_after_fork();
     /* Other threads' heaps may be mid-update: never touch them again (their memory
      * stays with them; frees into them still go to their remote lists safely). */
     for (bx_heap_t *h = all_heaps; h; h = h->next_all) {
@@ -238,6 +240,7 @@ static void fork_child(void) {
 void bx_thread_global_init(void) {
     pthread_key_create(&exit_key, thread_exit);
     bx_remote_set_pile_handler(drain_pile);
+    bx_reclaimer_init();
 }
 
 void bx_thread_register_fork_handlers(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }

@@ -107,6 +107,19 @@ static create_fn real_create(void)
     return f;
 }
 
+/* The allocator's own thread (libbobox.so's reclaimer) is not one of the program's: it takes
+ * no place in the plan. Looked up once; NULL without libbobox.so. */
+static void *allocator_thread(void)
+{
+    static _Atomic(void *) fn;
+    static atomic_int looked;
+    if (!atomic_load_explicit(&looked, memory_order_acquire)) {
+        atomic_store_explicit(&fn, dlsym(RTLD_DEFAULT, "bobox_reclaimer"), memory_order_relaxed);
+        atomic_store_explicit(&looked, 1, memory_order_release);
+    }
+    return atomic_load_explicit(&fn, memory_order_relaxed);
+}
+
 static cpu_set_t plan_allowed; /* the set the plan was made from: places are cut from it */
 
 static int bind_to(pid_t tid, int cpu)
@@ -438,7 +451,7 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
     if (!real)
         return EAGAIN;
     ensure_init();
-    if (!atomic_load_explicit(&active, memory_order_acquire))
+    if (!atomic_load_explicit(&active, memory_order_acquire) || (void *)fn == allocator_thread())
         return real(thread, attr, fn, arg);
     unsigned k = atomic_fetch_add(&next_thread, 1);
     cpu_set_t chosen;

@@ -1,0 +1,63 @@
+/* reclaimer.c - the background reclaimer (reclaimer.h). */
+#define _GNU_SOURCE
+#include "reclaimer.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "options.h"
+#include "os.h"
+#include "thread.h"
+
+enum { NOT_STARTED, STARTING, RUNNING };
+static atomic_int state;
+
+static void reclaim_heap(bx_heap_t *h, void *arg) {
+    (void)arg;
+    int s = atomic_load_explicit(&h->state, memory_order_relaxed);
+    if (s == BX_HEAP_LIVE || s == BX_HEAP_ABANDONED) bx_retention_reclaim_idle(h);
+}
+
+/* Exported so that the pinning shim can tell this thread from the program's. */
+BX_API void *bobox_reclaimer(void *arg) {
+    (void)arg;
+    uint64_t period_ms = bx_options.decay_ms / 4 ? bx_options.decay_ms / 4 : 1;
+    struct timespec pause = {(time_t)(period_ms / 1000), (long)(period_ms % 1000) * 1000000};
+    for (;;) {
+        clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, NULL);
+        bx_thread_for_each_heap(reclaim_heap, NULL);
+        bx_retention_release_shared(BX_RELEASE_TICK);
+    }
+    return NULL;
+}
+
+/* On the owner's tick: starts the reclaimer once the process is big enough to need it. */
+static void maybe_start(void) {
+    if (BX_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != NOT_STARTED)) return;
+    if (atomic_load_explicit(&bx_os_big, memory_order_relaxed) == BX_OS_SMALL) return;
+    atomic_store_explicit(&bx_os_big, BX_OS_BIG, memory_order_relaxed);
+    if (!bx_options.decay_ms) return; /* every tick gives everything back already */
+    int expected = NOT_STARTED;
+    if (!atomic_compare_exchange_strong(&state, &expected, STARTING)) return;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * BX_KB);
+    /* Created with every signal blocked: the program's handlers never run on it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    bool started = pthread_create(&t, &attr, bobox_reclaimer, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (started) pthread_setname_np(t, "bobox-reclaim");
+    /* A refusal (no threads in this sandbox, no memory) is tried again at a later tick. */
+    atomic_store(&state, started ? RUNNING : NOT_STARTED);
+}
+
+void bx_reclaimer_init(void) { bx_retention_set_tick_hook(maybe_start); }
+void bx_reclaimer_after_fork(void) { atomic_store_explicit(&state, NOT_STARTED, memory_order_relaxed); }
+bool bx_reclaimer_running(void) { return atomic_load_explicit(&state, memory_order_relaxed) == RUNNING; }

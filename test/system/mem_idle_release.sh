@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Guards against: a process idle after a spike keeping its peak, because caches are given back
+# only on its own calls. After two decay delays (the default, 1 s) without a single call, at
+# most 10% of the peak stays resident; the reclaimer thread does it, also in a forked child;
+# a small program never gets one.
+source "$(dirname "$0")/../progs/alloc_sys_common.sh"
+need_lib
+need_prog mem_idle
+need_prog alloc_gen_lines
+check() { # label, output line
+    local pct threads
+    echo "$1: $2"
+    pct=$(sed -nE 's/.*\(([0-9.]+)%\).*/\1/p' <<<"$2")
+    threads=$(sed -nE 's/.*threads ([0-9]+).*/\1/p' <<<"$2")
+    [ -n "$pct" ] || fail "$1: no reading"
+    awk -v p="$pct" 'BEGIN { exit !(p <= 10) }' || fail "$1: $pct% of the peak still resident after two decay delays"
+    [ "$threads" = 2 ] || fail "$1: expected the program's main thread and the reclaimer, found $threads threads"
+}
+out=$(LD_PRELOAD=$SO timeout 60 "$PROGS/mem_idle" 2.2) || fail "mem_idle failed"
+check "idle" "$out"
+out=$(LD_PRELOAD=$SO timeout 60 "$PROGS/mem_idle" 2.2 fork) || fail "mem_idle fork failed"
+check "forked child" "$out"
+# With the pinning shim, the reclaimer takes no place in the plan: only the program's two
+# threads are pinned.
+PIN=$BUILD/libbobox-pin.so
+if [ -f "$PIN" ]; then
+    LD_PRELOAD=$PIN:$SO BOBOX_PIN_VERBOSE=1 "$PROGS/mem_idle" 2.2 >"$TMP/pin.out" 2>"$TMP/pin.err" ||
+        fail "mem_idle with the shim failed"
+    check "pinned" "$(cat "$TMP/pin.out")"
+    n=$(grep -c "^bobox-pin: thread=" "$TMP/pin.err")
+    [ "$n" = 2 ] || { cat "$TMP/pin.err" "$TMP/pin.out"; fail "the shim pinned $n threads (the program made 2)"; }
+fi
+# A small program: no reclaimer thread is ever started (strace counts clone calls).
+if command -v strace >/dev/null; then
+    LD_PRELOAD=$SO strace -f -e trace=clone,clone3 -o "$TMP/trace" "$PROGS/alloc_gen_lines" 1000 >/dev/null 2>&1 ||
+        fail "alloc_gen_lines failed under strace"
+    ! grep -q "clone" "$TMP/trace" || { cat "$TMP/trace"; fail "a small program started a thread"; }
+fi
+echo PASS
