@@ -48,9 +48,10 @@ static inline uintptr_t bx_object_key(const void *ours) {
 static inline bool bx_classify_own_small(const bx_block_t *blk, const void *p) {
     return bx_block_is_own_slot(blk, p) && bx_object_plain_live(p, bx_block_key(blk));
 }
-/* free's path for a small block that heap `self` (the caller's, maybe NULL) does not own:
- * p is a plain live object of another heap's formatted block. */
-static inline bool bx_classify_foreign_small(const void *self, const bx_block_t *blk, const void *p) {
+/* A plain live object of any heap's formatted small block (free's path for another heap's
+ * block, malloc_usable_size). `self` is the caller's fast-path heap: NULL (checked mode, no
+ * heap yet) sends every pointer to the general lookup. */
+static inline bool bx_classify_plain_small(const void *self, const bx_block_t *blk, const void *p) {
     if (BX_UNLIKELY(!self || bx_block_unowned(blk))) return false;
     return bx_block_is_slot(blk, p) && bx_object_plain_live(p, bx_block_key(blk));
 }

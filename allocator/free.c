@@ -59,7 +59,7 @@ static BX_NOINLINE void free_slow(void *p) {
 /* A small object of another heap (or not a plain live one): out of line, so that the
  * local path of free keeps no stack frame. */
 static BX_NOINLINE void free_foreign(bx_heap_t *h, bx_block_t *blk, void *p) {
-    if (BX_LIKELY(bx_classify_foreign_small(h, blk, p)))
+    if (BX_LIKELY(bx_classify_plain_small(h, blk, p)))
         bx_heap_free_foreign_small(h, blk, p);
     else
         free_slow(p); /* also every free in checked mode, where h is NULL */
@@ -141,6 +141,12 @@ BX_API void bobox_free_aligned_sized(void *p, size_t alignment, size_t size) {
 }
 
 BX_API size_t bobox_malloc_usable_size(void *p) {
+    /* A plain live small object, of any heap: the classifier's rule for another heap's object,
+     * without the general lookup (redis asks this a dozen times per request). */
+    if (BX_LIKELY(bx_in_small_region(p))) {
+        bx_block_t *blk = bx_block_of(p);
+        if (BX_LIKELY(bx_classify_plain_small(bx_tls_fast, blk, p))) return blk->size;
+    }
     if (!p) return 0;
     bx_lookup_t r;
     bx_lookup_live(p, "malloc_usable_size()", &r);
