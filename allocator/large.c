@@ -61,24 +61,44 @@ static void cache_remove(bx_large_t *l) {
     cache_bytes -= l->map_size;
 }
 
-/* A cached mapping of this node with room for `need` bytes and at most twice that (its
- * pages are already there: a little more address space beats faulting fresh pages). A
- * bounded look at two buckets keeps it O(1). */
+static size_t distance(size_t a, size_t b) { return a > b ? a - b : b - a; }
+
+/* The cached mapping of this node closest in size to `need`, from an eighth to eight times it:
+ * its pages are already there, whatever the size (thesis programs 7.1/7.2 for any size, not
+ * one repeated size). A bounded look at five buckets keeps it O(1). */
 static bx_large_t *from_cache(size_t need, int node) {
-    bx_large_t *found = NULL;
+    bx_large_t *best = NULL;
     if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return NULL;
     bx_lock(&cache_lock);
-    for (unsigned b = bucket_of(need); b < BUCKETS && b <= bucket_of(need) + 1 && !found; b++) {
+    unsigned first = bucket_of(need) > 2 ? bucket_of(need) - 2 : 0;
+    for (unsigned b = first; b < BUCKETS && b <= bucket_of(need) + 2; b++) {
         int looked = 0;
         for (bx_large_t *l = buckets[b]; l && looked < 8; l = l->bnext, looked++)
-            if (l->map_size >= need && l->map_size <= 2 * need && l->node == node) {
-                found = l;
-                break;
-            }
+            if (l->node == node && (!best || distance(l->map_size, need) < distance(best->map_size, need)))
+                best = l;
     }
-    if (found) cache_remove(found);
+    if (best) cache_remove(best);
     bx_unlock(&cache_lock);
-    return found;
+    return best;
+}
+
+/* Fits a cached mapping to `need` bytes: a larger one is used as it is (its pages are
+ * resident already: trimming the tail made the next larger request fault it in again, and
+ * bigbuf's 5-25 MB buffers took 2-3x the time), a smaller one grows in place or is moved by
+ * the kernel with its pages. NULL if it cannot grow (it is then unmapped). */
+static bx_large_t *refit(bx_large_t *l, size_t need) {
+    if (l->map_size == need) return l;
+    char *base = l->base;
+    if (need < l->map_size) return l; /* from_cache takes none above 8x need */
+    if (!bx_os_resize(base, l->map_size, need) && !(base = bx_os_grow(base, l->map_size, need))) {
+        bx_os_unmap(l->base, l->map_size);
+        return NULL;
+    }
+    l = (bx_large_t *)base;
+    l->base = base;
+    l->user = base + page();
+    l->map_size = need;
+    return l;
 }
 
 void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
@@ -91,6 +111,7 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
     }
     size_t need = page() + bx_align_up(size, page());
     bx_large_t *l = alignment <= page() ? from_cache(need, node) : NULL;
+    if (l) l = refit(l, need);
     *fresh = l == NULL;
     if (!l) {
         /* A miss: what is cached did not fit, so give back as much as we are about to map:

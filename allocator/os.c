@@ -124,6 +124,17 @@ bool bx_os_resize(void *p, size_t old_size, size_t new_size) {
     return true;
 }
 
+void *bx_os_grow(void *p, size_t old_size, size_t new_size) {
+    int saved = errno;
+    void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) {
+        errno = saved;
+        return NULL;
+    }
+    count_mapped(new_size - old_size);
+    return q;
+}
+
 bool bx_os_move(void *p, size_t old_size, void *dest, size_t new_size) {
     int saved = errno;
     if (mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != dest) {

@@ -25,6 +25,9 @@ void *bx_os_reserve_zeros(size_t size);
 bool bx_os_make_writable(void *p, size_t size);
 /* Grows or shrinks a mapping in place; false if it cannot. */
 bool bx_os_resize(void *p, size_t old_size, size_t new_size);
+/* Grows a mapping, moved wherever the kernel finds room, its pages with it; NULL if it cannot
+ * (the mapping stays as it was). */
+void *bx_os_grow(void *p, size_t old_size, size_t new_size);
 /* Moves the mapping [p, p + old_size) onto `dest`, a mapping of new_size bytes the caller
  * made (bx_os_map), which it replaces; grown or shrunk to new_size. False if it cannot (both
  * stay as they were). Never touches memory the caller does not own, unlike a move to an
