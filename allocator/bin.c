@@ -18,6 +18,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     b->index = index;
     b->allocs = b->frees = 0;
     b->keep = NULL;
+    b->parked = NULL;
     b->keeper = NULL;
     b->home = NULL;
     for (int i = 0; i < BX_BIN_LISTS; i++) {
@@ -94,10 +95,23 @@ static void drop_oldest(bx_bin_t *b) {
     unref(b, blk);
 }
 
+/* A block no chain names any more waits parked; the one parked before goes to its list. */
+static void park(bx_bin_t *b, bx_block_t *blk) {
+    bx_block_t *before = b->parked;
+    b->parked = blk;
+    if (before) place(b, before);
+}
+
+static void unpark(bx_bin_t *b) {
+    bx_block_t *blk = b->parked;
+    b->parked = NULL;
+    if (blk) place(b, blk);
+}
+
 void bx_bin_chain_exhausted(bx_bin_t *b) {
     bx_block_t *blk = bx_chainstack_pop(&b->chains);
     bx_block_share_slot_limit(blk);
-    unref(b, blk);
+    if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) park(b, blk);
     /* Kept objects next, while they are still in this CPU's cache. */
     if (bx_bin_has_uncounted_kept(b)) bx_bin_take_kept(b);
 }
@@ -108,7 +122,9 @@ void *bx_bin_chain_exhausted_ret(bx_bin_t *b, void *obj) {
 }
 
 void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
-    if (blk->list != BX_LIST_QUEUE) {
+    if (blk == b->parked) {
+        b->parked = NULL; /* its list reads QUEUE already */
+    } else if (blk->list != BX_LIST_QUEUE) {
         list_unlink(b, blk);
         blk->list = BX_LIST_QUEUE;
     }
@@ -138,6 +154,10 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk) {
 }
 
 bool bx_bin_release_empty_top(bx_bin_t *b) {
+    if (b->parked && b->parked->used == 0) {
+        unpark(b);
+        return true;
+    }
     bx_block_t *blk = b->chains.top.block;
     if (bx_chainstack_empty(&b->chains) || blk->used != 0 || bx_block_is_keep(blk)) return false;
     unref(b, bx_chainstack_pop(&b->chains));
@@ -145,7 +165,7 @@ bool bx_bin_release_empty_top(bx_bin_t *b) {
 }
 
 void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
-    bx_block_t *blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)];
+    bx_block_t *blk = b->parked && bx_block_free_count(b->parked) ? b->parked : b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)];
     if (!blk) blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)];
     if (!blk) {
         blk = bx_blockcache_alloc(b->cache, NULL);
@@ -169,6 +189,7 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
 
 void bx_bin_flush(bx_bin_t *b) {
     while (b->chains.len) drop_oldest(b);
+    unpark(b);
 }
 
 bool bx_bin_check(const bx_bin_t *b) {
@@ -204,6 +225,9 @@ bool bx_bin_check(const bx_bin_t *b) {
         if (refs != blk->chain_refs || counted > bx_block_free_count(blk)) return false;
     }
     if (!cs->len && (cs->top.block != &bx_block_none || cs->top.count)) return false;
+    const bx_block_t *parked = b->parked; /* no chain names it; it is on no list */
+    if (parked && (parked->chain_refs || parked->list != BX_LIST_QUEUE || parked->bin != b->index || !bx_block_check(parked)))
+        return false;
     if (bx_block_none.free || bx_block_none.carved) return false; /* someone wrote the shared stand-in */
     return true;
 }
