@@ -14,7 +14,7 @@
 
 #define BX_CHECK_ROOM 16
 
-/* bx_lookup after validating the headers it reads (aborts naming `op` if one is trashed). */
+/* bx_classify after validating the headers it reads (aborts naming `op` if one is trashed). */
 void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out);
 /* Validates the headers of fresh object p, writes its canary and trailer; returns p. */
 void *bx_checked_arm(void *p, size_t size);

@@ -15,7 +15,9 @@ static uintptr_t random_word(void) {
     /* No entropy yet (early boot): the address-space layout and the clock still differ
      * from run to run. */
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    /* The system call itself: an interposed clock_gettime (libfaketime) may allocate, and
+     * this runs while start-up is under way. */
+    syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
     return ((uintptr_t)&word * 0x9e3779b97f4a7c15u) ^ (uintptr_t)ts.tv_nsec ^ ((uintptr_t)ts.tv_sec << 32) ^
            ((uintptr_t)getpid() << 17);
 }
