@@ -51,10 +51,9 @@ extern uintptr_t bx_small_regions_limit __attribute__((visibility("hidden")));
 
 static inline bool bx_in_small_region(const void *p) {
     uintptr_t region = (uintptr_t)p >> BX_REGION_SHIFT;
-    /* Plain reads, so that they fold into the compares: both are stored once with release
-     * (the map before the limit that admits readers), x86 keeps loads in order, and a byte
-     * or an aligned word cannot tear (test/tsan.supp). */
-    return region < bx_small_regions_limit && bx_small_regions[region];
+    /* Acquire: the limit that admits readers is stored after the map's pointer and bytes. */
+    return region < __atomic_load_n(&bx_small_regions_limit, __ATOMIC_ACQUIRE) &&
+           __atomic_load_n(&bx_small_regions[region], __ATOMIC_RELAXED);
 }
 
 #else
