@@ -15,7 +15,7 @@ HARD_ALLOC_HDRS := $(wildcard allocator/*.h) include/bobox.h
 STRESS_SRCS := $(wildcard test/stress/*.cpp)
 STRESS_HDRS := $(wildcard test/stress/*.h) test/api/api.h
 # The fork storm, thread churn and OOM tests also run with the real preload.
-PRELOAD_STRESS_SRCS := test/stress/test_fork_storm.cpp test/stress/test_churn.cpp test/stress/test_oom.cpp
+PRELOAD_STRESS_SRCS := test/stress/test_fork_storm.cpp test/stress/test_churn.cpp test/stress/test_oom.cpp test/stress/test_races.cpp
 
 # ---- stress tests in `make test` -----------------------------------------------------------
 $(BUILD)/test/unit_stress: $(STRESS_SRCS) $(STRESS_HDRS) $(CATCH_MAIN) $(LIBBOBOX_A) test/hardening.mk
