@@ -4,11 +4,11 @@
 #define BX_LOCK_H
 
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 
+/* A plain int with the compiler's atomic builtins: the header serves C++ tests too. */
 typedef struct {
-    atomic_int held;
+    int held;
 } bx_lock_t;
 #define BX_LOCK_INIT \
     { 0 }
@@ -22,13 +22,13 @@ static inline void bx_cpu_pause(void) {
 }
 
 static inline bool bx_trylock(bx_lock_t *l) {
-    return !atomic_load_explicit(&l->held, memory_order_relaxed) &&
-           !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
+    return !__atomic_load_n(&l->held, __ATOMIC_RELAXED) &&
+           !__atomic_exchange_n(&l->held, 1, __ATOMIC_ACQUIRE);
 }
 
 static inline void bx_lock(bx_lock_t *l) {
     while (!bx_trylock(l)) {
-        for (int spins = 0; atomic_load_explicit(&l->held, memory_order_relaxed); spins++) {
+        for (int spins = 0; __atomic_load_n(&l->held, __ATOMIC_RELAXED); spins++) {
             if (spins < 100)
                 bx_cpu_pause();
             else
@@ -37,9 +37,9 @@ static inline void bx_lock(bx_lock_t *l) {
     }
 }
 
-static inline void bx_unlock(bx_lock_t *l) { atomic_store_explicit(&l->held, 0, memory_order_release); }
+static inline void bx_unlock(bx_lock_t *l) { __atomic_store_n(&l->held, 0, __ATOMIC_RELEASE); }
 
 /* After fork() only the forking thread exists: whatever it did not hold is free. */
-static inline void bx_lock_reset(bx_lock_t *l) { atomic_store_explicit(&l->held, 0, memory_order_relaxed); }
+static inline void bx_lock_reset(bx_lock_t *l) { __atomic_store_n(&l->held, 0, __ATOMIC_RELAXED); }
 
 #endif

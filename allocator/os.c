@@ -31,13 +31,13 @@ uint64_t bx_now_ns(void) {
     return last = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-atomic_int bx_os_big;
+int bx_os_big;
 
 static void count_mapped(size_t size) {
     size_t now = atomic_fetch_add_explicit(&mapped_bytes, size, memory_order_relaxed) + size;
-    if (BX_UNLIKELY(now >= BX_OS_BIG_BYTES) && atomic_load_explicit(&bx_os_big, memory_order_relaxed) == BX_OS_SMALL) {
+    if (BX_UNLIKELY(now >= BX_OS_BIG_BYTES) && __atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) == BX_OS_SMALL) {
         int small = BX_OS_SMALL;
-        atomic_compare_exchange_strong(&bx_os_big, &small, BX_OS_BECAME_BIG);
+        __atomic_compare_exchange_n(&bx_os_big, &small, BX_OS_BECAME_BIG, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     }
     size_t peak = atomic_load_explicit(&peak_mapped_bytes, memory_order_relaxed);
     while (now > peak && !atomic_compare_exchange_weak_explicit(&peak_mapped_bytes, &peak, now, memory_order_relaxed,

@@ -2,7 +2,6 @@
 #ifndef BX_OS_H
 #define BX_OS_H
 
-#include <stdatomic.h>
 #include <time.h>
 
 #include "common.h"
@@ -56,7 +55,7 @@ bool bx_os_read_file(const char *path, char *buf, size_t size);
  * (reclaimer.h), which takes note at the next tick (BECAME_BIG -> BIG). */
 #define BX_OS_BIG_BYTES (64 * BX_MB)
 enum { BX_OS_SMALL, BX_OS_BECAME_BIG, BX_OS_BIG };
-extern atomic_int bx_os_big __attribute__((visibility("hidden")));
+extern int bx_os_big __attribute__((visibility("hidden"))); /* __atomic builtins: C++ tests include this */
 
 /* Process-wide counters (bytes). */
 size_t bx_os_mapped_bytes(void);

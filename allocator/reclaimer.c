@@ -36,8 +36,8 @@ BX_API void *bobox_reclaimer(void *arg) {
 /* On the owner's tick: starts the reclaimer once the process is big enough to need it. */
 static void maybe_start(void) {
     if (BX_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != NOT_STARTED)) return;
-    if (atomic_load_explicit(&bx_os_big, memory_order_relaxed) == BX_OS_SMALL) return;
-    atomic_store_explicit(&bx_os_big, BX_OS_BIG, memory_order_relaxed);
+    if (__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) == BX_OS_SMALL) return;
+    __atomic_store_n(&bx_os_big, BX_OS_BIG, __ATOMIC_RELAXED);
     if (!bx_options.decay_ms) return; /* every tick gives everything back already */
     int expected = NOT_STARTED;
     if (!atomic_compare_exchange_strong(&state, &expected, STARTING)) return;

@@ -13,8 +13,6 @@
 #ifndef BX_RETENTION_H
 #define BX_RETENTION_H
 
-#include <stdatomic.h>
-
 #include "common.h"
 #include "os.h"
 
@@ -45,7 +43,7 @@ void bx_retention_tick_due(struct bx_heap *h, uint64_t now_ns);
 /* A tick is wanted before its time: the process just became big enough for the reclaimer,
  * which starts at a tick (no lock is held there). */
 static inline bool bx_retention_tick_wanted(void) {
-    return BX_UNLIKELY(atomic_load_explicit(&bx_os_big, memory_order_relaxed) == BX_OS_BECAME_BIG);
+    return BX_UNLIKELY(__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) == BX_OS_BECAME_BIG);
 }
 /* Gives back what a heap holds free, for `level` (TICK: only what sat idle). The caller owns
  * the heap or holds it exclusively. */

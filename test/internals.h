@@ -6,6 +6,7 @@ extern "C" {
 #include "blockcache.h"
 #include "chainstack.h"
 #include "node.h"
+#include "retention.h"
 #include "sizeclass.h"
 #include "superblock.h"
 }
