@@ -165,7 +165,8 @@ bool bx_bin_release_empty_top(bx_bin_t *b) {
 }
 
 void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
-    bx_block_t *blk = b->parked && bx_block_free_count(b->parked) ? b->parked : b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)];
+    unpark(b); /* to its list: the refill order is the thesis's */
+    bx_block_t *blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)];
     if (!blk) blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)];
     if (!blk) {
         blk = bx_blockcache_alloc(b->cache, NULL);

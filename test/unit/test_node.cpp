@@ -25,8 +25,13 @@ TEST_CASE("node: small, medium and large objects live in memory preferring the h
         p[0] = 1;
         int mode = -1;
         INFO("size " << size);
-        REQUIRE(bx_os_policy_node(p, &mode) == expected_node);
-        REQUIRE(mode == MPOL_PREFERRED);
+        int policy_node = bx_os_policy_node(p, &mode);
+        if (bx_node_count() == 1) {
+            REQUIRE(mode == 0); // MPOL_DEFAULT: on one node no mbind is made (a sandbox may refuse it)
+        } else {
+            REQUIRE(policy_node == expected_node);
+            REQUIRE(mode == MPOL_PREFERRED);
+        }
         bobox_free(p);
     }
 }
