@@ -7,7 +7,6 @@
 #include "large.h"
 #include "options.h"
 
-
 void *bx_alloc_aligned_unchecked(size_t alignment, size_t size) {
     if (size == 0) size = 1; /* the aligned pointer must stay inside its object */
     if (size > PTRDIFF_MAX - alignment) {

@@ -227,7 +227,8 @@ bool bx_bin_check(const bx_bin_t *b) {
     }
     if (!cs->len && (cs->top.block != &bx_block_none || cs->top.count)) return false;
     const bx_block_t *parked = b->parked; /* no chain names it; it is on no list */
-    if (parked && (parked->chain_refs || parked->list != BX_LIST_QUEUE || parked->bin != b->index || !bx_block_check(parked)))
+    if (parked &&
+        (parked->chain_refs || parked->list != BX_LIST_QUEUE || parked->bin != b->index || !bx_block_check(parked)))
         return false;
     if (bx_block_none.free || bx_block_none.carved) return false; /* someone wrote the shared stand-in */
     return true;

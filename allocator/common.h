@@ -38,7 +38,6 @@
 #define BX_MEDIUM_GRAIN 512
 #define BX_MEDIUM_MAX (510 * BX_KB)
 
-
 /* What owns a 64 KB chunk of address space (the pagemap's tags, in the low bits of a
  * header address). Only SMALL has bit 0 set: free's fast path tests one bit. */
 enum bx_span_tag {

@@ -32,11 +32,12 @@
 /* X(symbol, signature): the derived forms. */
 #define BX_CXX_DERIVED_FORMS(X) \
     X(_Znam, NEW) \
-    X(_ZnwmRKSt9nothrow_t, NEW_NT) X(_ZnamRKSt9nothrow_t, NEW_NT) X(_ZnamSt11align_val_t, NEW_AL) \
-        X(_ZnwmSt11align_val_tRKSt9nothrow_t, NEW_AL_NT) X(_ZnamSt11align_val_tRKSt9nothrow_t, NEW_AL_NT) \
-            X(_ZdaPv, DEL) X(_ZdlPvm, DEL_SZ) X(_ZdaPvm, DEL_SZ) X(_ZdlPvRKSt9nothrow_t, DEL_NT) \
-                X(_ZdaPvRKSt9nothrow_t, DEL_NT) X(_ZdaPvSt11align_val_t, DEL_AL) X(_ZdlPvmSt11align_val_t, DEL_SZ_AL) \
-                    X(_ZdaPvmSt11align_val_t, DEL_SZ_AL) X(_ZdlPvSt11align_val_tRKSt9nothrow_t, DEL_AL_NT) \
+    X(_ZnwmRKSt9nothrow_t, NEW_NT) \
+    X(_ZnamRKSt9nothrow_t, NEW_NT) X(_ZnamSt11align_val_t, NEW_AL) X(_ZnwmSt11align_val_tRKSt9nothrow_t, NEW_AL_NT) \
+        X(_ZnamSt11align_val_tRKSt9nothrow_t, NEW_AL_NT) X(_ZdaPv, DEL) X(_ZdlPvm, DEL_SZ) X(_ZdaPvm, DEL_SZ) \
+            X(_ZdlPvRKSt9nothrow_t, DEL_NT) X(_ZdaPvRKSt9nothrow_t, DEL_NT) X(_ZdaPvSt11align_val_t, DEL_AL) \
+                X(_ZdlPvmSt11align_val_t, DEL_SZ_AL) X(_ZdaPvmSt11align_val_t, DEL_SZ_AL) \
+                    X(_ZdlPvSt11align_val_tRKSt9nothrow_t, DEL_AL_NT) \
                         X(_ZdaPvSt11align_val_tRKSt9nothrow_t, DEL_AL_NT)
 /* X(symbol, signature): the base forms; every derived form comes down to one of them. */
 #define BX_CXX_BASE_FORMS(X) \

@@ -74,8 +74,7 @@ static bx_large_t *from_cache(size_t need, int node) {
     for (unsigned b = first; b < BUCKETS && b <= bucket_of(need) + 2; b++) {
         int looked = 0;
         for (bx_large_t *l = buckets[b]; l && looked < 8; l = l->bnext, looked++)
-            if (l->node == node && (!best || distance(l->map_size, need) < distance(best->map_size, need)))
-                best = l;
+            if (l->node == node && (!best || distance(l->map_size, need) < distance(best->map_size, need))) best = l;
     }
     if (best) cache_remove(best);
     bx_unlock(&cache_lock);
@@ -159,9 +158,8 @@ static bx_large_t *evict_at_least(size_t bytes) {
  * into a list through `anext`. Called with the lock held. */
 static bx_large_t *collect(bool all, uint64_t now) {
     bx_large_t *out = NULL;
-    while (oldest &&
-           (all || cache_bytes > bx_options.cache_bytes ||
-            (now > oldest->cached_since_ms && now - oldest->cached_since_ms >= bx_options.decay_ms))) {
+    while (oldest && (all || cache_bytes > bx_options.cache_bytes ||
+                      (now > oldest->cached_since_ms && now - oldest->cached_since_ms >= bx_options.decay_ms))) {
         bx_large_t *l = oldest;
         cache_remove(l);
         l->anext = out;

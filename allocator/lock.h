@@ -22,8 +22,7 @@ static inline void bx_cpu_pause(void) {
 }
 
 static inline bool bx_trylock(bx_lock_t *l) {
-    return !__atomic_load_n(&l->held, __ATOMIC_RELAXED) &&
-           !__atomic_exchange_n(&l->held, 1, __ATOMIC_ACQUIRE);
+    return !__atomic_load_n(&l->held, __ATOMIC_RELAXED) && !__atomic_exchange_n(&l->held, 1, __ATOMIC_ACQUIRE);
 }
 
 static inline void bx_lock(bx_lock_t *l) {

@@ -83,7 +83,8 @@ static bx_superblock_t *collect_expired(bx_node_t *n, bool all, uint64_t now) {
     size_t kept = 0;
     while (*link) {
         bx_superblock_t *sb = *link;
-        bool expired = all || kept >= keep_max || (now > sb->cached_since_ms && now - sb->cached_since_ms >= bx_options.decay_ms);
+        bool expired =
+            all || kept >= keep_max || (now > sb->cached_since_ms && now - sb->cached_since_ms >= bx_options.decay_ms);
         if (expired) {
             *link = sb->next;
             sb->next = out;

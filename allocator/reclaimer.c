@@ -20,6 +20,27 @@ static void reclaim_heap(bx_heap_t *h, void *arg) {
     if (s == BX_HEAP_LIVE || s == BX_HEAP_ABANDONED) bx_retention_reclaim_idle(h);
 }
 
+/* Whether this is the process's last thread: num_threads, the 20th field of /proc/self/stat
+ * (counted after the command name, which may hold spaces and parentheses), is 1, or 2 with
+ * the main thread a zombie (state Z, the 3rd field: it ended with pthread_exit and still
+ * counts). A program whose last thread ends with pthread_exit (a child forked from a thread,
+ * say) ends only when every thread has: the reclaimer must not be the one left. */
+static bool alone(void) {
+    char stat[1024];
+    if (!bx_os_read_file("/proc/self/stat", stat, sizeof stat)) return false;
+    char *c = stat, *last_paren = NULL;
+    for (; *c; c++)
+        if (*c == ')') last_paren = c;
+    if (!last_paren) return false;
+    char state = last_paren[1] == ' ' ? last_paren[2] : 0;
+    int field = 2;
+    long threads = 0;
+    for (c = last_paren + 1; *c && field < 20; c++)
+        if (*c == ' ') field++;
+    for (; *c >= '0' && *c <= '9'; c++) threads = threads * 10 + (*c - '0');
+    return field == 20 && (threads == 1 || (threads == 2 && state == 'Z'));
+}
+
 /* Exported so that the pinning shim can tell this thread from the program's. */
 BX_API void *bobox_reclaimer(void *arg) {
     (void)arg;
@@ -27,6 +48,7 @@ BX_API void *bobox_reclaimer(void *arg) {
     struct timespec pause = {(time_t)(period_ms / 1000), (long)(period_ms % 1000) * 1000000};
     for (;;) {
         clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, NULL);
+        if (alone()) break; /* the program's threads are gone: so is the process */
         bx_thread_for_each_heap(reclaim_heap, NULL);
         bx_retention_release_shared(BX_RELEASE_TICK);
     }

@@ -49,15 +49,15 @@ int bobox_check_heap(void);
 /* Counters, summed over all threads (approximate while threads run). */
 struct bobox_stats {
     size_t small_allocs, medium_allocs, large_allocs; /* calls served per size range */
-    size_t remote_frees;          /* frees of objects owned by another thread's heap */
-    size_t allocated_bytes;       /* handed out and not freed (bin sizes) */
-    size_t large_objects, large_bytes; /* live large (mmap'ed) objects */
-    size_t mapped_bytes;          /* currently mapped from the OS */
+    size_t remote_frees;                              /* frees of objects owned by another thread's heap */
+    size_t allocated_bytes;                           /* handed out and not freed (bin sizes) */
+    size_t large_objects, large_bytes;                /* live large (mmap'ed) objects */
+    size_t mapped_bytes;                              /* currently mapped from the OS */
     size_t peak_mapped_bytes;
-    size_t superblocks_in_use;    /* held by thread heaps */
-    size_t superblocks_cached;    /* free, kept by the node allocators */
-    size_t large_cached_bytes;    /* freed large objects kept for reuse */
-    size_t released_bytes;        /* total given back to the OS (munmap) */
+    size_t superblocks_in_use; /* held by thread heaps */
+    size_t superblocks_cached; /* free, kept by the node allocators */
+    size_t large_cached_bytes; /* freed large objects kept for reuse */
+    size_t released_bytes;     /* total given back to the OS (munmap) */
     size_t heaps_live, heaps_abandoned;
 };
 void bobox_get_stats(struct bobox_stats *out);

@@ -62,43 +62,35 @@ static const char usage[] =
     "The libraries are looked up next to bobox-run, then in ../lib relative to it.\n"
     "Exit status: that of PROGRAM; 2 for a bad option; 127 if PROGRAM or a library is missing.\n";
 
-static int die_usage(const char *msg, const char *arg)
-{
+static int die_usage(const char *msg, const char *arg) {
     fprintf(stderr, "bobox-run: %s%s\nTry 'bobox-run --help'.\n", msg, arg ? arg : "");
     return 2;
 }
 
 /* Finds NAME next to this executable, or in ../lib relative to it. */
-static int find_lib(const char *name, char *out, size_t len)
-{
+static int find_lib(const char *name, char *out, size_t len) {
     char exe[PATH_MAX - 64]; /* room for the library name within PATH_MAX */
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        return -1;
+    if (n <= 0) return -1;
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
+    if (!slash) return -1;
     *slash = '\0';
     snprintf(out, len, "%s/%s", exe, name);
-    if (access(out, R_OK) == 0)
-        return 0;
+    if (access(out, R_OK) == 0) return 0;
     snprintf(out, len, "%s/../lib/%s", exe, name);
     if (access(out, R_OK) == 0) {
         char real[PATH_MAX];
-        if (realpath(out, real))
-            snprintf(out, len, "%s", real);
+        if (realpath(out, real)) snprintf(out, len, "%s", real);
         return 0;
     }
     return -1;
 }
 
-static int load(struct bt_topology *t, cpu_set_t *allowed)
-{
+static int load(struct bt_topology *t, cpu_set_t *allowed) {
     char err[600];
     const char *fsroot = getenv("BOBOX_FSROOT");
-    if (fsroot && !*fsroot)
-        fsroot = NULL;
+    if (fsroot && !*fsroot) fsroot = NULL;
     if (bt_read(t, fsroot, err, sizeof err) != 0) {
         fprintf(stderr, "bobox-run: cannot read the topology: %s\n", err);
         return -1;
@@ -114,10 +106,8 @@ static int load(struct bt_topology *t, cpu_set_t *allowed)
     return 0;
 }
 
-static const char *kind_name(const struct bt_topology *t, const struct bt_core *k, char *buf, size_t len)
-{
-    if (t->hybrid == 1)
-        return k->kind == BT_KIND_P ? "P" : k->kind == BT_KIND_E ? "E" : "-";
+static const char *kind_name(const struct bt_topology *t, const struct bt_core *k, char *buf, size_t len) {
+    if (t->hybrid == 1) return k->kind == BT_KIND_P ? "P" : k->kind == BT_KIND_E ? "E" : "-";
     if (t->hybrid == 2) {
         snprintf(buf, len, "c%d", k->cls);
         return buf;
@@ -125,24 +115,24 @@ static const char *kind_name(const struct bt_topology *t, const struct bt_core *
     return "-";
 }
 
-static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp_skip *skip)
-{
+static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp_skip *skip) {
     static struct bt_topology t;
     static short order[BP_MAX_ORDER];
     cpu_set_t allowed;
     char warn[600], list[512];
-    if (load(&t, &allowed) != 0)
-        return 1;
+    if (load(&t, &allowed) != 0) return 1;
     int n = bp_order(&t, &allowed, spec, order, BP_MAX_ORDER, warn, sizeof warn);
-    if (warn[0])
-        fprintf(stderr, "bobox-run: %s\n", warn);
+    if (warn[0]) fprintf(stderr, "bobox-run: %s\n", warn);
     cpu_set_t usable;
     CPU_AND(&usable, &allowed, &t.online);
     bt_format_cpulist(&usable, list, sizeof list);
     printf("plan for %ld threads, policy %s: %d CPUs allowed (%s) of %d online, %d cores, %d packages, "
            "%d NUMA nodes%s\n",
-           nthreads, spec->unit != BP_UNIT_CPU ? bp_unit_name(spec->unit) : bp_policy_name(spec->policy), CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages,
-           t.nnodes, t.hybrid == 1 ? ", hybrid (P then E cores, then P siblings)" : t.hybrid == 2 ? ", hybrid by cpu_capacity" : "");
+           nthreads, spec->unit != BP_UNIT_CPU ? bp_unit_name(spec->unit) : bp_policy_name(spec->policy),
+           CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages, t.nnodes,
+           t.hybrid == 1   ? ", hybrid (P then E cores, then P siblings)"
+           : t.hybrid == 2 ? ", hybrid by cpu_capacity"
+                           : "");
     if (n == 0) {
         printf("no thread is pinned\n");
         return spec->policy == BP_NONE ? 0 : 1;
@@ -158,8 +148,7 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
         const struct bt_cpu *c = &t.cpu[cpu];
         const struct bt_core *core = &t.core[c->core];
         int rank = 0;
-        for (int s = 0; s < core->nsib && core->sib[s] != cpu; s++)
-            rank += CPU_ISSET(core->sib[s], &usable) ? 1 : 0;
+        for (int s = 0; s < core->nsib && core->sib[s] != cpu; s++) rank += CPU_ISSET(core->sib[s], &usable) ? 1 : 0;
         char kb[16];
         char place[512] = "";
         if (spec->unit != BP_UNIT_CPU) {
@@ -176,34 +165,32 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
 
 /* The machine as a tree (package > node > L3 > core) and the likwid-pin domains with their
  * CPUs in index order, so that a domain expression can be read off. */
-static int print_topology(void)
-{
+static int print_topology(void) {
     static struct bt_topology t;
     static short dom[BT_MAX_CPUS];
     cpu_set_t allowed, usable;
     char list[1024], kb[16];
-    if (load(&t, &allowed) != 0)
-        return 1;
+    if (load(&t, &allowed) != 0) return 1;
     CPU_AND(&usable, &allowed, &t.online);
     bt_format_cpulist(&t.online, list, sizeof list);
     printf("%d CPUs online (%s), %d cores, %d packages, %d NUMA nodes%s\n", t.nonline, list, t.ncores, t.npackages,
-           t.nnodes, t.hybrid == 1 ? ", hybrid (P and E cores)" : t.hybrid == 2 ? ", hybrid by cpu_capacity" : "");
+           t.nnodes,
+           t.hybrid == 1   ? ", hybrid (P and E cores)"
+           : t.hybrid == 2 ? ", hybrid by cpu_capacity"
+                           : "");
     bt_format_cpulist(&usable, list, sizeof list);
     printf("allowed: %s\n", list);
     /* a core is listed under the first (package, node, L3) it is seen with, in CPU order */
-    int done[BT_MAX_CPUS] = { 0 };
+    int done[BT_MAX_CPUS] = {0};
     for (int c = 0; c < BT_MAX_CPUS; c++) {
-        if (!t.cpu[c].online || done[t.cpu[c].core])
-            continue;
+        if (!t.cpu[c].online || done[t.cpu[c].core]) continue;
         const struct bt_core *k0 = &t.core[t.cpu[c].core];
         int pkg = k0->package, node = k0->node, l3 = t.cpu[c].l3;
         printf("package %d, node %d, L3 of CPU %d:\n", pkg, node, l3);
         for (int d = c; d < BT_MAX_CPUS; d++) {
-            if (!t.cpu[d].online || done[t.cpu[d].core])
-                continue;
+            if (!t.cpu[d].online || done[t.cpu[d].core]) continue;
             const struct bt_core *k = &t.core[t.cpu[d].core];
-            if (k->package != pkg || k->node != node || t.cpu[d].l3 != l3)
-                continue;
+            if (k->package != pkg || k->node != node || t.cpu[d].l3 != l3) continue;
             done[t.cpu[d].core] = 1;
             printf("  core %4d  CPUs", k->core_id);
             for (int s = 0; s < k->nsib; s++)
@@ -215,36 +202,30 @@ static int print_topology(void)
     char name[16];
     for (int kind = 0; kind < 4; kind++)
         for (int id = kind == 0 ? -1 : 0; id < BT_MAX_CPUS; id++) {
-            int len = id < 0 ? snprintf(name, sizeof name, "N")
-                             : snprintf(name, sizeof name, "%c%d", "NSMC"[kind], id);
+            int len = id < 0 ? snprintf(name, sizeof name, "N") : snprintf(name, sizeof name, "%c%d", "NSMC"[kind], id);
             int n = bp_domain_cpus(&t, name, (size_t)len, dom, BT_MAX_CPUS);
             if (n <= 0) {
-                if (kind == 0 || kind == 3 || id > 4096)
-                    break; /* N has one domain; C<i> are numbered without gaps */
-                continue;  /* package and node ids may have gaps */
+                if (kind == 0 || kind == 3 || id > 4096) break; /* N has one domain; C<i> are numbered without gaps */
+                continue;                                       /* package and node ids may have gaps */
             }
             printf("  %-5s", name);
-            for (int i = 0; i < n; i++)
-                printf(" %d", dom[i]);
+            for (int i = 0; i < n; i++) printf(" %d", dom[i]);
             printf("\n");
-            if (kind == 0)
-                break;
+            if (kind == 0) break;
         }
     return 0;
 }
 
 /* OMP_PLACES="{a},{b},..." in plan order, so that OpenMP binds its team as we would. */
-static void set_omp_places(const struct bp_spec *spec)
-{
-    static const char *const vars[] = { "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY" };
+static void set_omp_places(const struct bp_spec *spec) {
+    static const char *const vars[] = {"OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY", "KMP_AFFINITY"};
     static struct bt_topology t;
     static short order[BP_MAX_ORDER];
     static char places[BP_MAX_ORDER * 8];
     char warn[600];
     cpu_set_t allowed;
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
-        if (getenv(vars[i]))
-            return; /* the user's OpenMP settings stand */
+        if (getenv(vars[i])) return; /* the user's OpenMP settings stand */
     if (spec->policy == BP_NONE || (getenv("BOBOX_FSROOT") && *getenv("BOBOX_FSROOT")) || load(&t, &allowed) != 0)
         return;
     int n = bp_order(&t, &allowed, spec, order, BP_MAX_ORDER, warn, sizeof warn);
@@ -256,8 +237,7 @@ static void set_omp_places(const struct bp_spec *spec)
         bt_format_cpulist(&set, list, sizeof list);
         pos += (size_t)snprintf(places + pos, sizeof places - pos, "%s{%s}", i ? "," : "", list);
     }
-    if (pos >= sizeof places)
-        return; /* too many places to write: the shim alone binds the threads */
+    if (pos >= sizeof places) return; /* too many places to write: the shim alone binds the threads */
     if (n > 0) {
         setenv("OMP_PLACES", places, 1);
         setenv("BOBOX_PIN_OMP_PLACES", places, 1);
@@ -265,8 +245,7 @@ static void set_omp_places(const struct bp_spec *spec)
 }
 
 /* LD_PRELOAD = our libraries, then what was there (without repeating ours). */
-static int set_preload(int with_alloc)
-{
+static int set_preload(int with_alloc) {
     char pin[PATH_MAX], alloc[PATH_MAX] = "";
     if (find_lib("libbobox-pin.so", pin, sizeof pin) != 0) {
         fprintf(stderr, "bobox-run: libbobox-pin.so is neither next to bobox-run nor in ../lib\n");
@@ -280,8 +259,7 @@ static int set_preload(int with_alloc)
     const char *old = getenv("LD_PRELOAD");
     size_t len = strlen(pin) + strlen(alloc) + (old ? strlen(old) : 0) + 4;
     char *v = malloc(len), *rest = strdup(old ? old : "");
-    if (!v || !rest)
-        return -1;
+    if (!v || !rest) return -1;
     snprintf(v, len, "%s%s%s", with_alloc ? alloc : "", with_alloc ? ":" : "", pin);
     for (char *save = NULL, *tok = strtok_r(rest, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save))
         if (strcmp(tok, pin) != 0 && !(with_alloc && strcmp(tok, alloc) == 0)) {
@@ -294,8 +272,7 @@ static int set_preload(int with_alloc)
     return 0;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const char *pin = NULL, *skipmask = NULL, *cores = NULL;
     int no_alloc = 0, verbose = 0, dryrun = 0, stats = 0, topology = 0, i;
     long plan = -1;
@@ -307,8 +284,7 @@ int main(int argc, char **argv)
             i++;
             break;
         }
-        if (a[0] != '-')
-            break;
+        if (a[0] != '-') break;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             fputs(usage, stdout);
             return 0;
@@ -348,32 +324,22 @@ int main(int argc, char **argv)
     const char *pin_value = pin ? pin : getenv("BOBOX_PIN");
     const char *skip_value = skipmask ? skipmask : getenv("BOBOX_PIN_SKIP");
     const char *cores_value = cores ? cores : getenv("BOBOX_PIN_CORES");
-    if (topology)
-        return print_topology();
-    if (bp_parse_policy(pin_value, &spec, err, sizeof err) != 0 || bp_parse_skip(skip_value, &skip, err, sizeof err) != 0 ||
+    if (topology) return print_topology();
+    if (bp_parse_policy(pin_value, &spec, err, sizeof err) != 0 ||
+        bp_parse_skip(skip_value, &skip, err, sizeof err) != 0 ||
         bp_parse_cores(cores_value, &spec, err, sizeof err) != 0)
         return die_usage(err, NULL);
-    if (plan > 0)
-        return print_plan(plan, &spec, &skip);
-    if (i >= argc)
-        return die_usage("no program to run", NULL);
+    if (plan > 0) return print_plan(plan, &spec, &skip);
+    if (i >= argc) return die_usage("no program to run", NULL);
 
-    if (pin)
-        setenv("BOBOX_PIN", pin, 1);
-    if (skipmask)
-        setenv("BOBOX_PIN_SKIP", skipmask, 1);
-    if (cores)
-        setenv("BOBOX_PIN_CORES", cores, 1);
-    if (verbose)
-        setenv("BOBOX_PIN_VERBOSE", "1", 1);
-    if (dryrun)
-        setenv("BOBOX_PIN_DRYRUN", "1", 1);
-    if (stats)
-        setenv("BOBOX_STATS", "1", 1);
-    if (!dryrun)
-        set_omp_places(&spec);
-    if (set_preload(!no_alloc) != 0)
-        return 127;
+    if (pin) setenv("BOBOX_PIN", pin, 1);
+    if (skipmask) setenv("BOBOX_PIN_SKIP", skipmask, 1);
+    if (cores) setenv("BOBOX_PIN_CORES", cores, 1);
+    if (verbose) setenv("BOBOX_PIN_VERBOSE", "1", 1);
+    if (dryrun) setenv("BOBOX_PIN_DRYRUN", "1", 1);
+    if (stats) setenv("BOBOX_STATS", "1", 1);
+    if (!dryrun) set_omp_places(&spec);
+    if (set_preload(!no_alloc) != 0) return 127;
     execvp(argv[i], argv + i);
     fprintf(stderr, "bobox-run: cannot run %s: %s\n", argv[i], strerror(errno));
     return errno == ENOENT ? 127 : 126;

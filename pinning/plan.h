@@ -18,11 +18,11 @@ enum bp_unit { BP_UNIT_CPU, BP_UNIT_CORE, BP_UNIT_L3, BP_UNIT_NODE, BP_UNIT_PACK
 
 struct bp_spec {
     enum bp_policy policy;
-    int n;                    /* BP_LIST: the CPUs in the given order */
+    int n; /* BP_LIST: the CPUs in the given order */
     short cpu[BP_MAX_ORDER];
-    char domains[256];        /* BP_DOMAIN: the expression, resolved against a topology */
-    int pcores_only;          /* BOBOX_PIN_CORES=p: E-cores take no thread */
-    enum bp_unit unit;        /* BP_SCATTER with a place name: one place per core, L3, ... */
+    char domains[256]; /* BP_DOMAIN: the expression, resolved against a topology */
+    int pcores_only;   /* BOBOX_PIN_CORES=p: E-cores take no thread */
+    enum bp_unit unit; /* BP_SCATTER with a place name: one place per core, L3, ... */
 };
 
 struct bp_skip {
@@ -53,13 +53,12 @@ const char *bp_policy_name(enum bp_policy p);
  * CPUs is), then each core's next allowed sibling, and so on; within each round the fastest
  * class first, then by policy. A list drops CPUs that are offline or not allowed and says so
  * in warn (warn[0] == 0 when there is nothing to say). */
-int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct bp_spec *spec,
-             short *order, int maxn, char *warn, size_t warnlen);
+int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct bp_spec *spec, short *order, int maxn,
+             char *warn, size_t warnlen);
 
 /* The CPUs a thread whose plan CPU is `cpu` is bound to: the allowed CPUs of its place (its
  * core, L3, node or package), or just `cpu` for BP_UNIT_CPU. */
-void bp_place_cpus(const struct bt_topology *t, const cpu_set_t *allowed, enum bp_unit unit, int cpu,
-                   cpu_set_t *out);
+void bp_place_cpus(const struct bt_topology *t, const cpu_set_t *allowed, enum bp_unit unit, int cpu, cpu_set_t *out);
 const char *bp_unit_name(enum bp_unit u);
 
 /* The place in the order a new thread takes: the first one with the fewest live threads

@@ -17,25 +17,25 @@ extern "C" {
 enum bt_kind { BT_KIND_PLAIN = 0, BT_KIND_P = 1, BT_KIND_E = 2 };
 
 struct bt_cpu {
-    int online;         /* online and part of a core */
-    int core;           /* index into bt_topology.core */
-    int l1, l2, l3;     /* lowest online CPU sharing that data cache, -1 if unknown */
-    int capacity;       /* cpu_capacity, 0 if absent */
+    int online;     /* online and part of a core */
+    int core;       /* index into bt_topology.core */
+    int l1, l2, l3; /* lowest online CPU sharing that data cache, -1 if unknown */
+    int capacity;   /* cpu_capacity, 0 if absent */
 };
 
 struct bt_core {
-    int package;        /* physical_package_id, -1 if unknown */
-    int core_id;        /* as the OS reports it; repeats across packages */
-    int node;           /* NUMA node, -1 if no node lists it */
-    int kind;           /* enum bt_kind */
-    int cls;            /* speed class, 0 = fastest (hybrid parts only) */
+    int package; /* physical_package_id, -1 if unknown */
+    int core_id; /* as the OS reports it; repeats across packages */
+    int node;    /* NUMA node, -1 if no node lists it */
+    int kind;    /* enum bt_kind */
+    int cls;     /* speed class, 0 = fastest (hybrid parts only) */
     int nsib;
     short sib[BT_MAX_SMT]; /* its online CPUs, ascending */
 };
 
 struct bt_topology {
     int ncores, npackages, nnodes, nclasses, nonline;
-    int hybrid;         /* classes came from: 0 nothing, 1 cpu_core/cpu_atom, 2 cpu_capacity */
+    int hybrid; /* classes came from: 0 nothing, 1 cpu_core/cpu_atom, 2 cpu_capacity */
     cpu_set_t online;
     struct bt_cpu cpu[BT_MAX_CPUS];
     struct bt_core core[BT_MAX_CPUS];

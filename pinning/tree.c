@@ -24,14 +24,14 @@
 #define PT_REAP_NS 20000000ULL /* survivors look for dead processes at most this often */
 
 struct pt_row {
-    int32_t pid;         /* 0: a free row */
+    int32_t pid; /* 0: a free row */
     int32_t tid;
-    uint64_t start;      /* the process's start time: after exec, the same process finds its row */
-    uint32_t gen;        /* bumped when the row is freed: a borrower's link names one use of it */
+    uint64_t start; /* the process's start time: after exec, the same process finds its row */
+    uint32_t gen;   /* bumped when the row is freed: a borrower's link names one use of it */
     int16_t slot;
-    uint8_t weight;      /* 1, or 0 while a child process borrows the place */
-    uint8_t main;        /* a process's main thread */
-    int32_t lender;      /* the row whose place this one borrowed, -1 */
+    uint8_t weight; /* 1, or 0 while a child process borrows the place */
+    uint8_t main;   /* a process's main thread */
+    int32_t lender; /* the row whose place this one borrowed, -1 */
     uint32_t lender_gen;
 };
 
@@ -39,12 +39,12 @@ struct pt_table {
     _Atomic uint64_t magic; /* stored last, with release */
     int32_t norder;
     uint32_t rows_used;
-    uint32_t rows_end;      /* rows at and after this index were never used: scans stop here */
+    uint32_t rows_end; /* rows at and after this index were never used: scans stop here */
     uint64_t last_reap_ns;
-    cpu_set_t allowed;      /* the set the tree plans from */
-    char policy[256];       /* BOBOX_PIN that made the order ("" for the default) */
+    cpu_set_t allowed;         /* the set the tree plans from */
+    char policy[256];          /* BOBOX_PIN that made the order ("" for the default) */
     short order[BP_MAX_ORDER]; /* exec'd processes with the same policy and set reuse it */
-    pthread_mutex_t lock;   /* process-shared and robust: a process may die holding it */
+    pthread_mutex_t lock;      /* process-shared and robust: a process may die holding it */
     unsigned weight[BP_MAX_ORDER];
     struct pt_row row[PT_ROWS];
 };
@@ -54,11 +54,10 @@ static struct pt_table own_table; /* no shared memory at all: this process alone
 static struct pt_table *found;    /* the nearest ancestor's table (pt_discover) */
 static char found_path[96];
 static const short *ord;
-static int named;                 /* tab is the file at path */
+static int named; /* tab is the file at path */
 static char path[96];
 
-static uint64_t now_ns(void)
-{
+static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
@@ -66,29 +65,24 @@ static uint64_t now_ns(void)
 
 /* Fields 4 (parent) and 22 (start time) of /proc/PID/stat, after the command name, which may
  * hold spaces and parens. pid 0: this process. 0 on success. */
-static int read_stat(pid_t pid, pid_t *ppid, uint64_t *start)
-{
+static int read_stat(pid_t pid, pid_t *ppid, uint64_t *start) {
     char buf[1024], name[48];
     if (pid)
         snprintf(name, sizeof name, "/proc/%d/stat", (int)pid);
     else
         snprintf(name, sizeof name, "/proc/self/stat");
     int fd = open(name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
+    if (fd < 0) return -1;
     ssize_t n = read(fd, buf, sizeof buf - 1);
     close(fd);
-    if (n <= 0)
-        return -1;
+    if (n <= 0) return -1;
     buf[n] = '\0';
     char *p = strrchr(buf, ')');
     for (int field = 2; field < 22 && p; field++) {
         p = strchr(p + 1, ' ');
-        if (p && field == 3)
-            *ppid = (pid_t)strtol(p + 1, NULL, 10);
+        if (p && field == 3) *ppid = (pid_t)strtol(p + 1, NULL, 10);
     }
-    if (!p)
-        return -1;
+    if (!p) return -1;
     *start = strtoull(p + 1, NULL, 10);
     return 0;
 }
@@ -96,8 +90,7 @@ static int read_stat(pid_t pid, pid_t *ppid, uint64_t *start)
 /* This process's start time, read once per process (pt_discover reads it first). */
 static pid_t start_pid;
 static uint64_t start_val;
-static uint64_t start_time(void)
-{
+static uint64_t start_time(void) {
     pid_t pp;
     if (start_pid != getpid()) {
         start_val = 0;
@@ -108,14 +101,12 @@ static uint64_t start_time(void)
 }
 
 /* A tree's file is named after the process that started it: its pid and start time. */
-static void tree_path(char *buf, size_t len, pid_t pid, uint64_t start)
-{
+static void tree_path(char *buf, size_t len, pid_t pid, uint64_t start) {
     snprintf(buf, len, "/dev/shm/bobox-pin.%d.%llu", (int)pid, (unsigned long long)start);
 }
 
-static void init_table(struct pt_table *t, const short *order, int n, const cpu_set_t *allowed,
-                       const char *policy, int shared)
-{
+static void init_table(struct pt_table *t, const short *order, int n, const cpu_set_t *allowed, const char *policy,
+                       int shared) {
     pthread_mutexattr_t a;
     pthread_mutexattr_init(&a);
     if (shared) {
@@ -135,18 +126,15 @@ static void init_table(struct pt_table *t, const short *order, int n, const cpu_
     atomic_store_explicit(&t->magic, PT_MAGIC, memory_order_release);
 }
 
-static struct pt_table *map_fd(int fd)
-{
+static struct pt_table *map_fd(int fd) {
     void *m = mmap(NULL, sizeof(struct pt_table), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     return m == MAP_FAILED ? NULL : m;
 }
 
 /* A table file of this user, mapped, or NULL. */
-static struct pt_table *open_table(const char *p)
-{
+static struct pt_table *open_table(const char *p) {
     int fd = open(p, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return NULL;
+    if (fd < 0) return NULL;
     struct stat st;
     struct pt_table *t = NULL;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
@@ -160,16 +148,14 @@ static struct pt_table *open_table(const char *p)
     return t;
 }
 
-int pt_discover(cpu_set_t *allowed)
-{
+int pt_discover(cpu_set_t *allowed) {
     int saved = errno;
     pid_t pid = getpid(), pp = 0;
     uint64_t start;
     /* this process's own tree from before an exec, else the nearest ancestor's; the chain ends
      * at a process that is gone */
     for (int depth = 0; depth < 64 && pid > 1 && !found; depth++, pid = pp) {
-        if (read_stat(pid, &pp, &start) != 0)
-            break;
+        if (read_stat(pid, &pp, &start) != 0) break;
         if (depth == 0) {
             start_pid = pid;
             start_val = start;
@@ -177,8 +163,7 @@ int pt_discover(cpu_set_t *allowed)
         tree_path(found_path, sizeof found_path, pid, start);
         found = open_table(found_path);
     }
-    if (found)
-        *allowed = found->allowed;
+    if (found) *allowed = found->allowed;
     errno = saved;
     return found != NULL;
 }
@@ -189,27 +174,28 @@ static void reap(int force);
 
 /* Trees whose processes all died without exiting normally (Ctrl-C, SIGKILL) leave their file
  * behind: the next tree started removes those of this user that hold no live process. */
-static void remove_stale(void)
-{
+static void remove_stale(void) {
     char buf[4096], p[sizeof path];
     int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
-        return;
+    if (dfd < 0) return;
     long n;
     while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
         for (long off = 0; off < n;) {
-            struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type; char name[]; } *d = (void *)(buf + off);
+            struct {
+                uint64_t ino;
+                int64_t off;
+                unsigned short reclen;
+                unsigned char type;
+                char name[];
+            } *d = (void *)(buf + off);
             off += d->reclen;
             int pid;
             unsigned long long st;
-            if (sscanf(d->name, "bobox-pin.%d.%llu", &pid, &st) != 2)
-                continue;
-            if (kill(pid, 0) == 0 || errno != ESRCH)
-                continue; /* the process that started it lives */
+            if (sscanf(d->name, "bobox-pin.%d.%llu", &pid, &st) != 2) continue;
+            if (kill(pid, 0) == 0 || errno != ESRCH) continue; /* the process that started it lives */
             snprintf(p, sizeof p, "/dev/shm/%s", d->name);
             struct pt_table *t = open_table(p);
-            if (!t)
-                continue;
+            if (!t) continue;
             struct pt_table *mine = tab;
             tab = t;
             lock();
@@ -218,20 +204,17 @@ static void remove_stale(void)
             unlock();
             tab = mine;
             munmap(t, sizeof *t);
-            if (empty)
-                unlink(p);
+            if (empty) unlink(p);
         }
     }
     close(dfd);
 }
 
-static struct pt_table *create_named(const short *order, int n, const cpu_set_t *allowed, const char *policy)
-{
+static struct pt_table *create_named(const short *order, int n, const cpu_set_t *allowed, const char *policy) {
     remove_stale();
     tree_path(path, sizeof path, getpid(), start_time());
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return NULL;
+    if (fd < 0) return NULL;
     struct pt_table *t = ftruncate(fd, sizeof(struct pt_table)) == 0 ? map_fd(fd) : NULL;
     close(fd);
     if (!t) {
@@ -242,17 +225,15 @@ static struct pt_table *create_named(const short *order, int n, const cpu_set_t 
     return t;
 }
 
-int pt_known_order(const char *policy, const cpu_set_t *allowed, short *order)
-{
-    if (!found || strcmp(found->policy, policy) != 0 || !CPU_EQUAL(&found->allowed, allowed) ||
-        found->norder <= 0 || found->norder > BP_MAX_ORDER)
+int pt_known_order(const char *policy, const cpu_set_t *allowed, short *order) {
+    if (!found || strcmp(found->policy, policy) != 0 || !CPU_EQUAL(&found->allowed, allowed) || found->norder <= 0 ||
+        found->norder > BP_MAX_ORDER)
         return 0;
     memcpy(order, found->order, (size_t)found->norder * sizeof *order);
     return found->norder;
 }
 
-int pt_attach(const short *order, int norder, const cpu_set_t *allowed, const char *policy)
-{
+int pt_attach(const short *order, int norder, const cpu_set_t *allowed, const char *policy) {
     int saved = errno;
     ord = order;
     named = 1;
@@ -260,8 +241,7 @@ int pt_attach(const short *order, int norder, const cpu_set_t *allowed, const ch
         tab = found;
         memcpy(path, found_path, sizeof path);
     } else {
-        if (found)
-            munmap(found, sizeof *found);
+        if (found) munmap(found, sizeof *found);
         tab = create_named(order, norder, allowed, policy);
     }
     found = NULL;
@@ -276,22 +256,18 @@ int pt_attach(const short *order, int norder, const cpu_set_t *allowed, const ch
     return named ? 0 : tab != &own_table ? 1 : 2;
 }
 
-static void recount(void)
-{
+static void recount(void) {
     memset(tab->weight, 0, sizeof tab->weight);
     tab->rows_used = 0;
     for (uint32_t i = 0; i < tab->rows_end; i++) {
         struct pt_row *r = &tab->row[i];
-        if (!r->pid)
-            continue;
+        if (!r->pid) continue;
         tab->rows_used++;
-        if (r->weight && r->slot >= 0 && r->slot < tab->norder)
-            tab->weight[r->slot]++;
+        if (r->weight && r->slot >= 0 && r->slot < tab->norder) tab->weight[r->slot]++;
     }
 }
 
-static void lock(void)
-{
+static void lock(void) {
     if (pthread_mutex_lock(&tab->lock) == EOWNERDEAD) {
         /* its owner died mid-update: make the counts agree with the rows again */
         pthread_mutex_consistent(&tab->lock);
@@ -299,16 +275,11 @@ static void lock(void)
     }
 }
 
-static void unlock(void)
-{
-    pthread_mutex_unlock(&tab->lock);
-}
+static void unlock(void) { pthread_mutex_unlock(&tab->lock); }
 
-static void drop(int i)
-{
+static void drop(int i) {
     struct pt_row *r = &tab->row[i];
-    if (r->weight)
-        tab->weight[r->slot]--;
+    if (r->weight) tab->weight[r->slot]--;
     if (r->lender >= 0) {
         struct pt_row *l = &tab->row[r->lender];
         if (l->pid && l->gen == r->lender_gen && !l->weight) {
@@ -319,22 +290,18 @@ static void drop(int i)
     r->pid = 0;
     r->gen++;
     tab->rows_used--;
-    while (tab->rows_end && !tab->row[tab->rows_end - 1].pid)
-        tab->rows_end--;
+    while (tab->rows_end && !tab->row[tab->rows_end - 1].pid) tab->rows_end--;
 }
 
 /* Rows of processes that are gone without exiting through exit() (a signal, _exit). */
-static void reap(int force)
-{
+static void reap(int force) {
     uint64_t now = now_ns();
-    if (!force && now - tab->last_reap_ns < PT_REAP_NS)
-        return;
+    if (!force && now - tab->last_reap_ns < PT_REAP_NS) return;
     tab->last_reap_ns = now;
     pid_t me = getpid(), alive = 0, dead = 0;
     for (uint32_t i = 0; i < tab->rows_end; i++) {
         pid_t p = tab->row[i].pid;
-        if (!p || p == me || p == alive)
-            continue;
+        if (!p || p == me || p == alive) continue;
         if (p != dead) {
             if (kill(p, 0) == 0 || errno != ESRCH) {
                 alive = p;
@@ -347,14 +314,11 @@ static void reap(int force)
 }
 
 /* The lowest free row: the used ones stay packed at the front, where the scans look. */
-static int add_row(int slot, int main, int lender)
-{
+static int add_row(int slot, int main, int lender) {
     uint32_t i = 0;
-    while (i < tab->rows_end && tab->row[i].pid)
-        i++;
+    while (i < tab->rows_end && tab->row[i].pid) i++;
     if (i == tab->rows_end) {
-        if (i == PT_ROWS)
-            return -1; /* full: the thread is placed but not counted */
+        if (i == PT_ROWS) return -1; /* full: the thread is placed but not counted */
         tab->rows_end++;
     }
     struct pt_row *r = &tab->row[i];
@@ -371,8 +335,7 @@ static int add_row(int slot, int main, int lender)
     return (int)i;
 }
 
-int pt_take_thread(int *row)
-{
+int pt_take_thread(int *row) {
     int saved = errno;
     lock();
     reap(0);
@@ -383,36 +346,28 @@ int pt_take_thread(int *row)
     return s;
 }
 
-void pt_release(int row)
-{
-    if (row < 0 || row >= PT_ROWS)
-        return;
+void pt_release(int row) {
+    if (row < 0 || row >= PT_ROWS) return;
     int saved = errno;
     lock();
-    if (tab->row[row].pid == getpid())
-        drop(row);
+    if (tab->row[row].pid == getpid()) drop(row);
     unlock();
     errno = saved;
 }
 
 /* A row of the parent that holds its place and runs on cpu (-1: any), or -1. */
-static int parent_holding(int hint, int cpu)
-{
+static int parent_holding(int hint, int cpu) {
     pid_t pp = getppid();
-    if (hint >= 0 && hint < PT_ROWS && tab->row[hint].pid == pp && tab->row[hint].weight)
-        return hint;
-    if (cpu < 0)
-        return -1;
+    if (hint >= 0 && hint < PT_ROWS && tab->row[hint].pid == pp && tab->row[hint].weight) return hint;
+    if (cpu < 0) return -1;
     for (uint32_t i = 0; i < tab->rows_end; i++) {
         struct pt_row *r = &tab->row[i];
-        if (r->pid == pp && r->weight && ord[r->slot] == cpu)
-            return i;
+        if (r->pid == pp && r->weight && ord[r->slot] == cpu) return i;
     }
     return -1;
 }
 
-int pt_take_process(int parent_row, int inherited_cpu, int *row)
-{
+int pt_take_process(int parent_row, int inherited_cpu, int *row) {
     int saved = errno;
     uint64_t start = start_time();
     pid_t me = getpid();
@@ -422,8 +377,7 @@ int pt_take_process(int parent_row, int inherited_cpu, int *row)
      * image (and a row of an earlier process with the same pid is stale). */
     for (uint32_t i = 0; i < tab->rows_end; i++) {
         struct pt_row *r = &tab->row[i];
-        if (r->pid != me)
-            continue;
+        if (r->pid != me) continue;
         if (r->main && r->start == start && s < 0) {
             s = r->slot;
             *row = (int)i;
@@ -454,20 +408,16 @@ int pt_take_process(int parent_row, int inherited_cpu, int *row)
     return s;
 }
 
-void pt_process_exit(void)
-{
-    if (!tab)
-        return;
+void pt_process_exit(void) {
+    if (!tab) return;
     int saved = errno;
     pid_t me = getpid();
     lock();
     for (uint32_t i = 0; i < tab->rows_end; i++)
-        if (tab->row[i].pid == me)
-            drop((int)i);
+        if (tab->row[i].pid == me) drop((int)i);
     reap(1);
     int last = tab->rows_used == 0;
     unlock();
-    if (last && named)
-        unlink(path); /* a later process of the tree, if any, starts a new one */
+    if (last && named) unlink(path); /* a later process of the tree, if any, starts a new one */
     errno = saved;
 }

@@ -3,7 +3,10 @@
 // Prints the resident set at the peak and after `seconds` of sleep, and how many threads the
 // process has. With `fork`, a child forked after the spike makes a spike of its own and
 // reports the same (the allocator's reclaimer must start again there).
-// Usage: mem_idle SECONDS [fork]
+// With `pthread_exit`, the main thread ends with pthread_exit after a spike and a second
+// thread makes another: the process must end when that thread does (the reclaimer may not be
+// the thread that keeps it alive).
+// Usage: mem_idle SECONDS [fork|pthread_exit]
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/wait.h>
@@ -48,6 +51,11 @@ static int threads(void) {
 int main(int argc, char **argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 3;
     pthread_t t;
+    if (argc > 2 && !strcmp(argv[2], "pthread_exit")) {
+        spike(NULL);
+        if (pthread_create(&t, NULL, spike, NULL)) abort();
+        pthread_exit(NULL);
+    }
     // One spike on a thread that stays alive and idle (its heap's caches are the ones the
     // process must give back without a call), one on the main thread.
     if (pthread_create(&t, NULL, spike, NULL)) abort();

@@ -20,6 +20,12 @@ out=$(LD_PRELOAD=$SO timeout 60 "$PROGS/mem_idle" 2.2) || fail "mem_idle failed"
 check "idle" "$out"
 out=$(LD_PRELOAD=$SO timeout 60 "$PROGS/mem_idle" 2.2 fork) || fail "mem_idle fork failed"
 check "forked child" "$out"
+# The main thread ends with pthread_exit and the last thread of the program ends: so must the
+# process, although the reclaimer runs (before it looked for that, the process never ended).
+start=$SECONDS
+LD_PRELOAD=$SO timeout 20 "$PROGS/mem_idle" 0 pthread_exit || fail "the process outlived its last thread (rc $?)"
+[ $((SECONDS - start)) -le 10 ] || fail "the process took $((SECONDS - start)) s to end after its last thread"
+echo "pthread_exit: the process ended after its last thread"
 # With the pinning shim, the reclaimer takes no place in the plan: only the program's two
 # threads are pinned.
 PIN=$BUILD/libbobox-pin.so
