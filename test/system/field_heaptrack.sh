@@ -12,5 +12,8 @@ calls() { heaptrack_print "$1" 2>/dev/null | sed -n 's/^calls to allocation func
 plain=$(calls "$(ls "$TMP"/data/plain.*)"); bobox=$(calls "$(ls "$TMP"/data/bobox.*)")
 echo "allocation calls recorded: plain $plain, with the preload $bobox"
 [ -n "$bobox" ] && [ "$bobox" -ge 24000 ] || fail "heaptrack recorded ${bobox:-no} allocation calls (the program makes 24000+)"
-[ "$plain" = "$bobox" ] || fail "heaptrack counts differ: $plain without the preload, $bobox with it"
+# One more is glibc's own: the dtv that pthread_create allocates for bobox's reclaimer thread,
+# which starts once the program has mapped 64 MB (allocator/reclaimer.h).
+[ "$bobox" -ge "$plain" ] && [ "$bobox" -le $((plain + 1)) ] ||
+    fail "heaptrack counts differ: $plain without the preload, $bobox with it"
 echo PASS
