@@ -1,7 +1,7 @@
 /* Three call sites that keep known amounts live, one that allocates and frees as much again,
  * and one that leaks: the profiler must name each with its bytes (test/system/prof_*.sh).
  * Usage: prof_sites [DUMP-PATH]: with a path, also asks the preloaded allocator for a
- * profile there (bobox_prof_dump) before freeing the transient site's objects. */
+ * profile there (bobox_prof_dump) before printing its result. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdio.h>
