@@ -122,7 +122,13 @@ static void prof_options(void) {
 void bx_options_init(void) {
     const char *stats = getenv("BOBOX_STATS");
     bx_options.stats_json = stats && !strcmp(stats, "json");
-    bx_options.stats = bx_options.stats_json || parse_flag("BOBOX_STATS", stats);
+    if (bx_options.stats_json)
+        bx_options.stats = true;
+    else if (stats && strcmp(stats, "1") && strcmp(stats, "0") && strcmp(stats, "yes") && strcmp(stats, "no") &&
+             strcmp(stats, "true") && strcmp(stats, "false") && *stats)
+        bx_message("bobox: ignoring BOBOX_STATS=%s (expected 0, 1 or json)\n", stats);
+    else
+        bx_options.stats = parse_flag("BOBOX_STATS", stats);
     bx_options.verbose = parse_flag("BOBOX_VERBOSE", getenv("BOBOX_VERBOSE"));
     bx_options.check = parse_flag("BOBOX_CHECK", getenv("BOBOX_CHECK"));
     uint64_t mb = number_setting("BOBOX_CACHE_MB", 0, 1 << 20, default_cache_mb());

@@ -11,6 +11,8 @@ set -euo pipefail
 # The field suite (test/system/field_*.sh) runs tools and runtimes stacked with the preload:
 # sotruss (libc-devtools), libseccomp-dev, faketime, fakeroot, heaptrack, valgrind, man-db,
 # openjdk-17-jdk-headless, python3-numpy, ruby, nodejs (Debian's /usr/bin/node).
+# google-perftools (google-pprof) reads the heap profiles; python3-jsonschema checks the JSON
+# statistics against docs/stats.schema.json (test/system/prof_*.sh, stats_json.sh).
 # postgresql (a database server under the preload, alloc_real_postgres.sh) is optional: its
 # package starts a server when installed, which some containers refuse; the test then skips.
 py=
@@ -20,7 +22,7 @@ fi
 [ -n "$py" ] || py=$(apt-cache depends python3 2>/dev/null | sed -nE 's/^ *Depends: python(3\.[0-9]+)$/\1/p' | head -1)
 pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl strace libc++-dev libc++abi-dev "libpython${py:-3.11}-testsuite"
       libc-devtools libseccomp-dev faketime fakeroot heaptrack valgrind man-db pkg-config
-      openjdk-17-jdk-headless python3-numpy ruby nodejs "$@")
+      openjdk-17-jdk-headless python3-numpy ruby nodejs google-perftools python3-jsonschema "$@")
 optional=(postgresql)
 absent() {  # the packages of "$@" not installed
   for p in "$@"; do
