@@ -5,7 +5,7 @@
  * Stacks come from libgcc's unwinder (_Unwind_Backtrace), linked directly, not dlopened as
  * glibc's backtrace() does, and warmed up in bx_prof_init. Should the unwinder malloc
  * anyway (objects registered with __register_frame_info are sorted on first use), that
- * malloc is simply not sampled (tls_in_prof). The lock is held only over table updates and
+ * malloc is simply not sampled (bx_prof_busy). The lock is held only over table updates and
  * writing files, never over a call that could allocate, so no malloc waits for it in a
  * cycle; a signal that finds it taken leaves its dump to the next sample. */
 #define _GNU_SOURCE
@@ -56,8 +56,9 @@ static unsigned dump_seq;
 static size_t next_peak;                      /* dump when the mapped peak reaches this */
 static uintptr_t self_lo, self_hi;            /* our own code: frames skipped at the top */
 static volatile sig_atomic_t dump_pending;    /* a signal found the lock taken */
-static BX_TLS int64_t tls_left;               /* bytes until this thread's next sample */
-static BX_TLS bool tls_started, tls_in_prof;
+BX_TLS int64_t bx_prof_left;
+BX_TLS bool bx_prof_busy;
+static BX_TLS bool tls_started;
 static BX_TLS uint64_t tls_rng;
 
 /* ---- sampling intervals --------------------------------------------------------------- */
@@ -370,13 +371,13 @@ static void unlock_and_catch_up(void) {
 
 /* ---- sampling ------------------------------------------------------------------------ */
 
-static BX_NOINLINE void *sample(size_t size) {
-    tls_left = next_interval();
+BX_NOINLINE void *bx_prof_sample(size_t size) {
+    bx_prof_left = next_interval();
     if (!tls_started) { /* a thread's first call only starts its count */
         tls_started = true;
         return NULL;
     }
-    tls_in_prof = true;
+    bx_prof_busy = true;
     uintptr_t pcs[MAX_FRAMES];
     int depth = collect_stack(pcs);
     bool fresh;
@@ -400,18 +401,8 @@ static BX_NOINLINE void *sample(size_t size) {
         }
         unlock_and_catch_up();
     }
-    tls_in_prof = false;
+    bx_prof_busy = false;
     return p;
-}
-
-void *bx_prof_malloc(size_t size) {
-    if (BX_LIKELY((tls_left -= (int64_t)size) > 0) || tls_in_prof) {
-        bx_heap_t *h = bx_tls_fast;
-        if (BX_LIKELY(h != NULL) && size <= BX_SMALL_MAX)
-            return bx_bin_alloc(__atomic_load_n(&h->bin_for[(size + 15) >> 4], __ATOMIC_RELAXED));
-        return NULL;
-    }
-    return sample(size);
 }
 
 void bx_prof_forget(const void *p) {
@@ -437,9 +428,9 @@ void bx_prof_init(void) {
     }
     dl_iterate_phdr(find_self, (void *)(uintptr_t)bx_prof_init);
     uintptr_t pcs[MAX_FRAMES];
-    tls_in_prof = true;
+    bx_prof_busy = true;
     collect_stack(pcs); /* the unwinder's one-time set-up, before any lock of ours is held */
-    tls_in_prof = false;
+    bx_prof_busy = false;
     if (bx_options.prof_peak_bytes) next_peak = bx_os_peak_mapped_bytes() + bx_options.prof_peak_bytes;
     bx_prof_on = true;
 }

@@ -9,7 +9,7 @@
 #ifndef BX_PROF_H
 #define BX_PROF_H
 
-#include "common.h"
+#include "thread.h"
 
 extern bool bx_prof_on;
 
@@ -18,8 +18,19 @@ extern bool bx_prof_on;
 void bx_prof_init(void);
 /* Once the allocator works: fork handlers and the dump signal. */
 void bx_prof_start(void);
-/* malloc's path while profiling: NULL lets bx_malloc_slow carry on as usual. */
-void *bx_prof_malloc(size_t size);
+extern BX_TLS int64_t bx_prof_left; /* bytes until this thread's next sample */
+extern BX_TLS bool bx_prof_busy;    /* inside the profiler: its own mallocs are not sampled */
+/* Samples this allocation (it is due); NULL lets bx_malloc_slow carry on as usual. */
+void *bx_prof_sample(size_t size);
+/* malloc's path while profiling: inline, so that an unsampled malloc costs the failed fast
+ * path, one call, one decrement and the bin's pop. NULL lets bx_malloc_slow carry on. */
+static inline void *bx_prof_malloc(size_t size) {
+    if (BX_UNLIKELY((bx_prof_left -= (int64_t)size) <= 0) && !bx_prof_busy) return bx_prof_sample(size);
+    bx_heap_t *h = bx_tls_fast;
+    if (BX_LIKELY(h != NULL) && size <= BX_SMALL_MAX)
+        return bx_bin_alloc(__atomic_load_n(&h->bin_for[(size + 15) >> 4], __ATOMIC_RELAXED));
+    return NULL;
+}
 /* A large object is freed or moved: forget it if it was sampled. */
 void bx_prof_forget(const void *p);
 
