@@ -106,7 +106,8 @@ BX_API void *bobox_calloc(size_t count, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    if (total > BX_MEDIUM_MAX && total <= PTRDIFF_MAX && (bx_ensure_init(), !bx_options.check)) {
+    /* Profiling: through malloc, where samples are taken. */
+    if (total > BX_MEDIUM_MAX && total <= PTRDIFF_MAX && (bx_ensure_init(), !bx_options.check) && !bx_prof_on) {
         /* Large: fresh mappings are already zero. */
         bx_heap_t *h = bx_thread_heap();
         bool fresh = false;

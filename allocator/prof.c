@@ -372,11 +372,12 @@ static void unlock_and_catch_up(void) {
 /* ---- sampling ------------------------------------------------------------------------ */
 
 BX_NOINLINE void *bx_prof_sample(size_t size) {
-    bx_prof_left = next_interval();
-    if (!tls_started) { /* a thread's first call only starts its count */
+    if (!tls_started) { /* a thread's first call draws its first interval, then counts */
         tls_started = true;
-        return NULL;
+        bx_prof_left = next_interval() - (int64_t)size;
+        if (bx_prof_left > 0) return NULL;
     }
+    bx_prof_left = next_interval();
     bx_prof_busy = true;
     uintptr_t pcs[MAX_FRAMES];
     int depth = collect_stack(pcs);

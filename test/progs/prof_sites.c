@@ -1,5 +1,6 @@
-/* Three call sites that keep known amounts live, one that allocates and frees as much again,
- * and one that leaks: the profiler must name each with its bytes (test/system/prof_*.sh).
+/* Three call sites that keep known amounts live (and a fourth, one large calloc), one that
+ * allocates and frees as much again, and one that leaks: the profiler must name each with its
+ * bytes (test/system/prof_*.sh).
  * Usage: prof_sites [DUMP-PATH]: with a path, also asks the preloaded allocator for a
  * profile there (bobox_prof_dump) before printing its result. */
 #define _GNU_SOURCE
@@ -38,6 +39,12 @@ __attribute__((noinline)) void **site_large(size_t total) { /* 100 KB objects */
     return v;
 }
 
+__attribute__((noinline)) char *site_calloc(size_t total) { /* one large zeroed object */
+    char *p = calloc(1, total);
+    if (!p || p[total - 1]) abort();
+    return p;
+}
+
 __attribute__((noinline)) void site_transient(size_t total) { /* freed before exit */
     size_t n = total / 256;
     void **v = keep(n);
@@ -56,6 +63,7 @@ __attribute__((noinline)) void leak_some(size_t total) { /* never freed, never k
 
 int main(int argc, char **argv) {
     void **a = site_small(24 * MB), **b = site_medium(12 * MB), **c = site_large(6 * MB);
+    char *z = site_calloc(4 * MB);
     site_transient(16 * MB);
     leak_some(3 * MB);
     if (argc > 1) {
@@ -67,7 +75,7 @@ int main(int argc, char **argv) {
     }
     /* Sites a, b and c stay live to the end: the exit profile names them and the leak. */
     unsigned long sum = 0;
-    sum += ((unsigned char *)a[7])[3] + ((unsigned char *)b[7])[3] + ((unsigned char *)c[7])[3];
+    sum += ((unsigned char *)a[7])[3] + ((unsigned char *)b[7])[3] + ((unsigned char *)c[7])[3] + (unsigned char)z[5];
     printf("%lu\n", sum);
     return 0;
 }
