@@ -10,6 +10,7 @@
 #include "large.h"
 #include "node.h"
 #include "options.h"
+#include "prof.h"
 #include "secret.h"
 #include "stats.h"
 #ifdef BOBOX_OVERRIDE
@@ -28,11 +29,13 @@ void bx_init_slow(void) {
         bx_secrets_init();
         bx_node_init();
         bx_thread_global_init();
+        bx_prof_init();
 #ifdef BOBOX_OVERRIDE
         bx_cxx_setup(); /* published with the state */
 #endif
         atomic_store(&bx_init_state, BX_INIT_DONE);
         bx_thread_register_fork_handlers();
+        bx_prof_start();
         if (bx_options.verbose) bx_options_report();
         return;
     }
@@ -76,6 +79,10 @@ void *bx_alloc_checked(size_t alignment, size_t size) {
 }
 
 void *bx_malloc_slow(size_t size) {
+    if (BX_UNLIKELY(bx_prof_on)) { /* every malloc comes here while profiling (prof.h) */
+        void *p = bx_prof_malloc(size);
+        if (p) return p;
+    }
     /* A medium size for a thread with a heap in the default mode: its bin, without the
      * layers below (they remain for everything else, and for running out of memory). */
     bx_heap_t *h = bx_tls_fast;
@@ -99,7 +106,8 @@ BX_API void *bobox_calloc(size_t count, size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    if (total > BX_MEDIUM_MAX && total <= PTRDIFF_MAX && (bx_ensure_init(), !bx_options.check)) {
+    /* Profiling: through malloc, where samples are taken. */
+    if (total > BX_MEDIUM_MAX && total <= PTRDIFF_MAX && (bx_ensure_init(), !bx_options.check) && !bx_prof_on) {
         /* Large: fresh mappings are already zero. */
         bx_heap_t *h = bx_thread_heap();
         bool fresh = false;

@@ -8,6 +8,7 @@
 #include "fastpath.h"
 #include "large.h"
 #include "options.h"
+#include "prof.h"
 #ifdef BOBOX_OVERRIDE
 #include "cxx.h"
 #endif
@@ -32,6 +33,7 @@ void bx_free_resolved(bx_lookup_t *r) {
         break;
     case BX_TAG_LARGE: {
         int saved = errno; /* free() must not change errno, and munmap may */
+        if (BX_UNLIKELY(bx_prof_on)) bx_prof_forget(r->object);
         bx_large_free(r->large);
         if (h) bx_heap_tick(h);
         errno = saved;

@@ -4,6 +4,7 @@
 #include "cgroup.h"
 #include "os.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysinfo.h>
@@ -12,11 +13,17 @@
  * large buffer every iteration (thesis program 7.1), short enough that an idle process
  * gives its peak back within a second. */
 #define DEFAULT_DECAY_MS 1000
+/* One sample per 512 KB allocated, on average: tcmalloc's and jemalloc's default. */
+#define DEFAULT_PROF_RATE (512 * 1024)
 
 bx_options_t bx_options = {
     .cache_bytes = 64 * BX_MB,
     .decay_ms = DEFAULT_DECAY_MS,
+    .prof_rate = DEFAULT_PROF_RATE,
 };
+
+/* Copied: the program may rewrite its environment later. */
+static char prof_prefix[3072];
 
 /* An eighth of the memory the process may use, within [64 MB, 4 GB]: room for a 256 MB
  * buffer to be reused on a small machine, without letting an idle cache crowd a large one.
@@ -92,18 +99,51 @@ static uint64_t number_setting(const char *name, uint64_t min, uint64_t max, uin
     return fallback;
 }
 
+static void prof_options(void) {
+    const char *prefix = getenv("BOBOX_PROF");
+    if (prefix && *prefix) {
+        if (strlen(prefix) < sizeof prof_prefix) {
+            strcpy(prof_prefix, prefix);
+            bx_options.prof_prefix = prof_prefix;
+        } else {
+            bx_message("bobox: ignoring BOBOX_PROF (a path prefix of %zu bytes; at most %zu); profiling off\n",
+                       strlen(prefix), sizeof prof_prefix - 1);
+        }
+    }
+    bx_options.prof_rate = number_setting("BOBOX_PROF_RATE", 1, (uint64_t)1 << 40, DEFAULT_PROF_RATE);
+    bx_options.prof_signal = (int)number_setting("BOBOX_PROF_SIGNAL", 0, 64, 0);
+    if (bx_options.prof_signal == SIGKILL || bx_options.prof_signal == SIGSTOP) {
+        bx_message("bobox: ignoring BOBOX_PROF_SIGNAL=%d (cannot be caught); no dump signal\n", bx_options.prof_signal);
+        bx_options.prof_signal = 0;
+    }
+    bx_options.prof_peak_bytes = (size_t)number_setting("BOBOX_PROF_PEAK_MB", 0, 1 << 24, 0) * BX_MB;
+}
+
 void bx_options_init(void) {
-    bx_options.stats = parse_flag("BOBOX_STATS", getenv("BOBOX_STATS"));
+    const char *stats = getenv("BOBOX_STATS");
+    bx_options.stats_json = stats && !strcmp(stats, "json");
+    if (bx_options.stats_json)
+        bx_options.stats = true;
+    else if (stats && strcmp(stats, "1") && strcmp(stats, "0") && strcmp(stats, "yes") && strcmp(stats, "no") &&
+             strcmp(stats, "true") && strcmp(stats, "false") && *stats)
+        bx_message("bobox: ignoring BOBOX_STATS=%s (expected 0, 1 or json)\n", stats);
+    else
+        bx_options.stats = parse_flag("BOBOX_STATS", stats);
     bx_options.verbose = parse_flag("BOBOX_VERBOSE", getenv("BOBOX_VERBOSE"));
     bx_options.check = parse_flag("BOBOX_CHECK", getenv("BOBOX_CHECK"));
     uint64_t mb = number_setting("BOBOX_CACHE_MB", 0, 1 << 20, default_cache_mb());
     bx_options.cache_bytes = (size_t)mb * BX_MB;
     bx_options.decay_ms = number_setting("BOBOX_DECAY_MS", 0, 3600 * 1000, DEFAULT_DECAY_MS);
     bx_options.thp = word_setting("BOBOX_THP", bx_thp_names, 4, BX_THP_AUTO);
+    prof_options();
 }
 
 void bx_options_report(void) {
-    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_THP=%s BOBOX_STATS=%d BOBOX_CHECK=%d\n",
+    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_THP=%s BOBOX_STATS=%s BOBOX_CHECK=%d\n",
                bx_options.cache_bytes / BX_MB, (unsigned long long)bx_options.decay_ms, bx_thp_names[bx_options.thp],
-               bx_options.stats, bx_options.check);
+               bx_options.stats_json ? "json" : bx_options.stats ? "1" : "0", bx_options.check);
+    if (bx_options.prof_prefix)
+        bx_message("bobox: settings: BOBOX_PROF=%s BOBOX_PROF_RATE=%zu BOBOX_PROF_SIGNAL=%d BOBOX_PROF_PEAK_MB=%zu\n",
+                   bx_options.prof_prefix, bx_options.prof_rate, bx_options.prof_signal,
+                   bx_options.prof_peak_bytes / BX_MB);
 }

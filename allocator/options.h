@@ -12,6 +12,11 @@ typedef struct bx_options_s {
                           * the cache of freed large objects, may keep */
     uint64_t decay_ms;  /* BOBOX_DECAY_MS: how long free memory may stay cached */
     int thp;            /* BOBOX_THP: enum bx_thp */
+    bool stats_json;    /* BOBOX_STATS=json: the exit report as one JSON object */
+    const char *prof_prefix; /* BOBOX_PROF: heap profiling on, profiles to PREFIX.PID... */
+    size_t prof_rate;        /* BOBOX_PROF_RATE: mean bytes between samples */
+    int prof_signal;         /* BOBOX_PROF_SIGNAL: a dump on this signal (0: none) */
+    size_t prof_peak_bytes;  /* BOBOX_PROF_PEAK_MB: a dump each time the peak grows by this */
 } bx_options_t;
 
 /* Transparent huge pages for the memory objects live in. */

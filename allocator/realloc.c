@@ -8,6 +8,7 @@
 #include "fastpath.h"
 #include "large.h"
 #include "options.h"
+#include "prof.h"
 
 BX_API void *bobox_realloc(void *p, size_t size) {
     if (!p) return bobox_malloc(size);
@@ -37,6 +38,7 @@ BX_API void *bobox_realloc(void *p, size_t size) {
          * kept threads that grow vectors short of mappings: they faulted in fresh ones again
          * and again. */
         void *q = bx_large_realloc(r.large, size);
+        if (q && q != p && BX_UNLIKELY(bx_prof_on)) bx_prof_forget(p);
         if (q) return q;
     }
     /* Growing by small steps (appending to a string or a vector) would move the object at

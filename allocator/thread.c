@@ -9,6 +9,7 @@
 #include "lock.h"
 #include "node.h"
 #include "options.h"
+#include "prof.h"
 #include "reclaimer.h"
 
 BX_TLS bx_heap_t *bx_tls_heap;
@@ -134,7 +135,7 @@ bx_heap_t *bx_thread_acquire(void) {
     bx_tls_heap = h;
     if (!bx_options.check) {
         bx_tls_fast = h;
-        bx_tls_bin_for = h->bin_for;
+        if (!bx_prof_on) bx_tls_bin_for = h->bin_for; /* profiling: malloc's table stays at the stand-in */
     }
     /* May allocate (keys past the first 32): this thread already has its heap. */
     pthread_setspecific(exit_key, h);

@@ -63,6 +63,16 @@ struct bobox_stats {
 void bobox_get_stats(struct bobox_stats *out);
 /* Writes the BOBOX_STATS report to the file descriptor. */
 void bobox_print_stats(int fd);
+/* The same report as one JSON object (BOBOX_STATS=json; schema: docs/stats.schema.json):
+ * per size range and size class, per NUMA node, caches, heaps, remote frees, profiler.
+ * 0, or -1 with errno when it cannot be written whole. */
+int bobox_stats_json(int fd);
+
+/* The heap profiler (BOBOX_PROF=PREFIX, docs/profiling.md): writes the profile of the
+ * sampled live objects to `path` (gperftools' heap-profile format, for google-pprof) and
+ * folded stacks to `path`.folded; NULL: PREFIX.PID.NNNN.heap. 0, or -1 with errno
+ * (ENOTSUP: profiling is off; or why the file could not be written). */
+int bobox_prof_dump(const char *path);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@ set -euo pipefail
 # openjdk-17-jdk-headless, python3-numpy, ruby, nodejs (Debian's /usr/bin/node).
 # qemu-system-x86, busybox-static, cpio, xz-utils: the VM tests (scripts/test-vm.sh) boot a
 # busybox initramfs; xz is one of the real programs run in the guest.
+# google-perftools (google-pprof) reads the heap profiles; python3-jsonschema checks the JSON
+# statistics against docs/stats.schema.json (test/system/prof_*.sh, stats_json.sh).
 # postgresql (a database server under the preload, alloc_real_postgres.sh) is optional: its
 # package starts a server when installed, which some containers refuse; the test then skips.
 py=
@@ -23,7 +25,8 @@ fi
 pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl strace libc++-dev libc++abi-dev "libpython${py:-3.11}-testsuite"
       libc-devtools libseccomp-dev faketime fakeroot heaptrack valgrind man-db pkg-config
       openjdk-17-jdk-headless python3-numpy ruby nodejs
-      qemu-system-x86 busybox-static cpio xz-utils "$@")
+      qemu-system-x86 busybox-static cpio xz-utils
+      google-perftools python3-jsonschema "$@")
 optional=(postgresql)
 absent() {  # the packages of "$@" not installed
   for p in "$@"; do

@@ -384,7 +384,7 @@ def api3(version, funcs, behaviour, protos):
     out = header(funcs[0], 3, version)
     out += [".SH NAME", ", ".join(esc(f) for f in funcs) + " \\- " +
             ("the Bobox allocator's " + ", ".join(esc(s) for s in std)
-             if not funcs[0].startswith(("bobox_owns", "bobox_get_stats", "bobox_check_heap"))
+             if not funcs[0].startswith(("bobox_owns", "bobox_get_stats", "bobox_check_heap", "bobox_prof_dump", "bobox_stats_json"))
              else "Bobox allocator extensions"),
             ".SH SYNOPSIS", ".nf", ".B #include <bobox.h>", ".PP"]
     out += [line(esc(protos[f]) + ";") for f in funcs]
@@ -395,7 +395,7 @@ def api3(version, funcs, behaviour, protos):
     if behaviour is None:
         out.pop()  # the header comments are the description of a function docs/api.md lacks
         out += [line(esc(sentence(comments()[f]))) for f in funcs]
-    if not funcs[0].startswith(("bobox_owns", "bobox_get_stats", "bobox_check_heap")):
+    if not funcs[0].startswith(("bobox_owns", "bobox_get_stats", "bobox_check_heap", "bobox_prof_dump", "bobox_stats_json")):
         out += [".PP", "\\fBlibbobox.so\\fR exports each also under its standard name (%s), and so replaces "
                 "the program's when it is preloaded or linked with \\fB\\-lbobox\\fR; \\fBlibbobox.a\\fR "
                 "has only the \\fBbobox_\\fR names, which work beside the system's \\fBmalloc\\fR."
