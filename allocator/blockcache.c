@@ -24,6 +24,8 @@ static inline bx_superblock_t *cached_sb(void *block) { return ((bx_superblock_t
 #define ACTIVE_PASS 2
 
 bool bx_blockcache_would_grow(bx_blockcache_t *bc) {
+    /* A cached block: no lock needed to say no (only the owner adds to the cache). */
+    if (__atomic_load_n(&bc->head, __ATOMIC_RELAXED)) return false;
     bx_lock(&bc->lock);
     bool grow = !bc->head && (bc->alloc.count == 0 || !bc->alloc.heap[0]->free);
     bx_unlock(&bc->lock);
@@ -34,7 +36,7 @@ static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
     bc->active = ACTIVE_TICK | ACTIVE_PASS;
     void *block = bc->head;
     if (!block) return bx_blockalloc_alloc(&bc->alloc, sb_out);
-    bc->head = bx_link_get(block);
+    __atomic_store_n(&bc->head, bx_link_get(block), __ATOMIC_RELAXED);
     bc->count--;
     bx_superblock_t *sb = cached_sb(block);
     if (--sb->cached == 0) bc->represented--;
@@ -64,7 +66,7 @@ static void give(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
     sb->cached++;
     bx_link_set(block, bc->head);
     ((bx_superblock_t **)block)[1] = sb;
-    bc->head = block;
+    __atomic_store_n(&bc->head, block, __ATOMIC_RELAXED);
     bc->count++;
 }
 
@@ -77,7 +79,7 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
 static void flush(bx_blockcache_t *bc) {
     while (bc->head) {
         void *block = bc->head;
-        bc->head = bx_link_get(block);
+        __atomic_store_n(&bc->head, bx_link_get(block), __ATOMIC_RELAXED);
         bx_superblock_t *sb = cached_sb(block);
         sb->cached--;
         bx_blockalloc_free(&bc->alloc, sb, block);
