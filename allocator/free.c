@@ -52,7 +52,11 @@ static BX_NOINLINE void free_slow(void *p) {
     if (!p) return;
     bx_lookup_t r;
     bx_lookup_live(p, "free()", &r);
-    if (BX_UNLIKELY(bx_options.check)) bx_checked_verify(&r, p, "free()");
+    if (BX_UNLIKELY(bx_options.check)) {
+        bx_checked_verify(&r, p, "free()");
+        bx_checked_release(&r, p);
+        return;
+    }
     bx_free_resolved(&r);
 }
 
@@ -121,7 +125,7 @@ void bx_free_sized_checked(void *p, size_t size, const char *op) {
     size_t requested = bx_checked_verify(&r, p, op);
     if (size != requested)
         bx_fatalf("%s: size %zu does not match the %zu bytes allocated at %p", op, size, requested, p);
-    bx_free_resolved(&r); /* verified: no second lookup through bobox_free */
+    bx_checked_release(&r, p); /* verified: no second lookup through bobox_free */
 }
 
 /* C23's free_sized and free_aligned_sized: checked mode checks the size. */
@@ -153,6 +157,7 @@ BX_API int bobox_owns(const void *p) {
     if (!p) return 0;
     bx_lookup_t r;
     bx_classify(p, &r);
+    if (BX_UNLIKELY(bx_options.check) && r.tag) return !bx_checked_is_parked(&r, p);
     return r.tag != 0;
 }
 
