@@ -176,7 +176,8 @@ size_t bx_checked_verify(const bx_lookup_t *r, const void *p, const char *op) {
 
 size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form, const char *op) {
     uintptr_t rec = verify_record(r, p, op);
-    if (rec_form(rec) != form)
+    /* The aligned forms of new record malloc's form: those are not told apart. */
+    if (rec_form(rec) != BX_FORM_MALLOC && rec_form(rec) != form)
         bx_fatalf("%s: %p was allocated by %s, freed by %s", op, p, form_name(rec_form(rec)), op);
     return rec_size(rec);
 }

@@ -30,10 +30,14 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form);
  * for the owner, the free list's next link; returns the requested size. `op` names the
  * caller ("free()") in the report; aborts on any corruption or a second free. */
 size_t bx_checked_verify(const bx_lookup_t *r, const void *p, const char *op);
-/* As bx_checked_verify, and aborts unless p was allocated in `form`. */
+/* As bx_checked_verify, and aborts if p was allocated by new in another form than `form`
+ * (objects of malloc and of the aligned forms of new pass). */
 size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form, const char *op);
 /* Whether live-looking object p (r from bx_classify) is freed and waits in the quarantine. */
 bool bx_checked_is_parked(const bx_lookup_t *r, const void *p);
+/* A C++ delete in checked mode: p must have been allocated in `form` (and, unless size is 0,
+ * with that size); aborts naming `op` otherwise, then frees it through the quarantine. */
+void bx_free_form_checked(void *p, size_t size, unsigned form, const char *op);
 /* Frees verified object p (r from bx_checked_lookup) through the quarantine. */
 void bx_checked_release(const bx_lookup_t *r, void *p);
 /* Full validation of a small block just taken for allocation (its whole free list). */

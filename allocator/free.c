@@ -119,6 +119,16 @@ BX_API BX_HOT void bobox_free(void *p) {
         free_not_flat_small(p);
 }
 
+/* Checked mode's C++ delete forms: `form` must match new's; size 0 is unsized. */
+void bx_free_form_checked(void *p, size_t size, unsigned form, const char *op) {
+    bx_lookup_t r;
+    bx_lookup_live(p, op, &r);
+    size_t requested = bx_checked_verify_form(&r, p, form, op);
+    if (size && size != requested)
+        bx_fatalf("%s: size %zu does not match the %zu bytes allocated at %p", op, size, requested, p);
+    bx_checked_release(&r, p);
+}
+
 void bx_free_sized_checked(void *p, size_t size, const char *op) {
     bx_lookup_t r;
     bx_lookup_live(p, op, &r);
