@@ -75,7 +75,7 @@ int sized_probe(const std::string &kind, size_t n) {
     unsigned char *p = alloc(n);
     memset(p, 0x11, n);
     if (kind == "over1") {
-        p[n] = 0x5a;
+        launder(p)[n] = 0x5a;
         free(p);
     } else if (kind == "over32") {
         for (size_t i = 0; i < 32; i++) launder(p)[n + i] = 0x5a;
@@ -224,7 +224,7 @@ int other_probe(const std::string &kind) {
         free(p + (8 << 20));
     } else if (kind == "zero_write1") {
         unsigned char *p = alloc(0);
-        p[0] = 0x5a;
+        launder(p)[0] = 0x5a;
         free(p);
     } else if (kind == "zero_write32") {
         unsigned char *p = alloc(0);
