@@ -68,15 +68,7 @@ void *bx_alloc_unchecked(size_t size) {
     return NULL;
 }
 
-void *bx_alloc_checked(size_t alignment, size_t size) {
-    if (size > PTRDIFF_MAX - BX_CHECK_ROOM) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    void *p = alignment <= BX_ALIGNMENT ? bx_alloc_unchecked(size + BX_CHECK_ROOM)
-                                        : bx_alloc_aligned_unchecked(alignment, size + BX_CHECK_ROOM);
-    return p ? bx_checked_arm(p, size) : NULL;
-}
+void *bx_alloc_checked(size_t alignment, size_t size) { return bx_checked_alloc(alignment, size, BX_FORM_MALLOC); }
 
 void *bx_malloc_slow(size_t size) {
     if (BX_UNLIKELY(bx_prof_on)) { /* every malloc comes here while profiling (prof.h) */

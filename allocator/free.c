@@ -54,7 +54,11 @@ static BX_NOINLINE void free_slow(void *p) {
     if (!p) return;
     bx_lookup_t r;
     bx_lookup_live(p, "free()", &r);
-    if (BX_UNLIKELY(bx_options.check)) bx_checked_verify(&r, p, "free()");
+    if (BX_UNLIKELY(bx_options.check)) {
+        bx_checked_verify(&r, p, "free()");
+        bx_checked_release(&r, p);
+        return;
+    }
     bx_free_resolved(&r);
 }
 
@@ -117,13 +121,23 @@ BX_API BX_HOT void bobox_free(void *p) {
         free_not_flat_small(p);
 }
 
+/* Checked mode's C++ delete forms: `form` must match new's; size 0 is unsized. */
+void bx_free_form_checked(void *p, size_t size, unsigned form, const char *op) {
+    bx_lookup_t r;
+    bx_lookup_live(p, op, &r);
+    size_t requested = bx_checked_verify_form(&r, p, form, op);
+    if (size && size != requested)
+        bx_fatalf("%s: size %zu does not match the %zu bytes allocated at %p", op, size, requested, p);
+    bx_checked_release(&r, p);
+}
+
 void bx_free_sized_checked(void *p, size_t size, const char *op) {
     bx_lookup_t r;
     bx_lookup_live(p, op, &r);
     size_t requested = bx_checked_verify(&r, p, op);
     if (size != requested)
         bx_fatalf("%s: size %zu does not match the %zu bytes allocated at %p", op, size, requested, p);
-    bx_free_resolved(&r); /* verified: no second lookup through bobox_free */
+    bx_checked_release(&r, p); /* verified: no second lookup through bobox_free */
 }
 
 /* C23's free_sized and free_aligned_sized: checked mode checks the size. */
@@ -161,6 +175,7 @@ BX_API int bobox_owns(const void *p) {
     if (!p) return 0;
     bx_lookup_t r;
     bx_classify(p, &r);
+    if (BX_UNLIKELY(bx_options.check) && r.tag) return !bx_checked_is_parked(&r, p);
     return r.tag != 0;
 }
 

@@ -6,13 +6,17 @@
  * memory, new hands the request to the C++ runtime's own definition of the form, which
  * retries, runs the program's new-handler and throws std::bad_alloc: C cannot throw. */
 #define _GNU_SOURCE
+#include <string.h>
+
 #include "bobox.h"
+#include "checked.h"
 #include "cxx.h"
 #include "fastpath.h"
 #include "options.h"
 
 static BX_NOINLINE void *cxx_new_slow(size_t size) {
-    void *p = bx_malloc_slow(size);
+    /* Checked mode records the form, which delete[] and sized delete check. */
+    void *p = BX_UNLIKELY(bx_options.check) ? bx_checked_alloc(BX_ALIGNMENT, size, BX_FORM_NEW) : bx_malloc_slow(size);
     return BX_LIKELY(p != NULL) ? p : bx_cxx_new_failed(BX_CXX__Znwm, size, 0, NULL);
 }
 
@@ -64,7 +68,23 @@ extern void cxx_own__ZdlPvSt11align_val_t(void) __attribute__((visibility("hidde
 
 /* Checked mode's sized delete (aligned or not: the alignment follows in a register). */
 static void cxx_delete_sized_checked(void *p, size_t size) {
-    if (p) bx_free_sized_checked(p, size, "operator delete()");
+    if (p) bx_free_form_checked(p, size, BX_FORM_NEW, "operator delete()");
+}
+
+/* Checked mode's new[] and delete[]: the array form is recorded and checked. */
+static void *cxx_new_array_checked(size_t size) {
+    void *p = bx_checked_alloc(BX_ALIGNMENT, size, BX_FORM_NEW_ARRAY);
+    return BX_LIKELY(p != NULL) ? p : bx_cxx_new_failed(BX_CXX__Znam, size, 0, NULL);
+}
+static void *cxx_new_array_nothrow_checked(size_t size, const void *tag) {
+    void *p = bx_checked_alloc(BX_ALIGNMENT, size, BX_FORM_NEW_ARRAY);
+    return BX_LIKELY(p != NULL) ? p : bx_cxx_new_failed(BX_CXX__ZnamRKSt9nothrow_t, size, 0, tag);
+}
+static void cxx_delete_array_checked(void *p) {
+    if (p) bx_free_form_checked(p, 0, BX_FORM_NEW_ARRAY, "operator delete[]()");
+}
+static void cxx_delete_array_sized_checked(void *p, size_t size) {
+    if (p) bx_free_form_checked(p, size, BX_FORM_NEW_ARRAY, "operator delete[]()");
 }
 
 /* What each derived form does in a program that defines no operator of its own: new[] is
@@ -88,5 +108,14 @@ void bx_cxx_setup(void) {
     void *const own[BX_CXX_FORMS] = {BX_CXX_DERIVED_FORMS(CXX_OWN_ADDRESS) BX_CXX_BASE_FORMS(CXX_OWN_ADDRESS)};
 #undef CXX_OWN_TARGET
 #undef CXX_OWN_ADDRESS
-    bx_cxx_choose(own, own_target);
+    void *checked_target[BX_CXX_DERIVED];
+    memcpy(checked_target, own_target, sizeof checked_target);
+    if (bx_options.check) {
+        checked_target[BX_CXX__Znam] = (void *)cxx_new_array_checked;
+        checked_target[BX_CXX__ZnamRKSt9nothrow_t] = (void *)cxx_new_array_nothrow_checked;
+        checked_target[BX_CXX__ZdaPv] = (void *)cxx_delete_array_checked;
+        checked_target[BX_CXX__ZdaPvRKSt9nothrow_t] = (void *)cxx_delete_array_checked;
+        checked_target[BX_CXX__ZdaPvm] = (void *)cxx_delete_array_sized_checked;
+    }
+    bx_cxx_choose(own, checked_target);
 }

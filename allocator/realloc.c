@@ -28,7 +28,7 @@ BX_API void *bobox_realloc(void *p, size_t size) {
         void *q = bx_alloc_checked(BX_ALIGNMENT, size);
         if (!q) return NULL;
         memcpy(q, p, size < old ? size : old);
-        bx_free_resolved(&r);
+        bx_checked_release(&r, p);
         return q;
     }
     /* Fits, and would not waste more than half: keep it. */
