@@ -59,7 +59,9 @@ void bx_retention_tick_due(bx_heap_t *h, uint64_t now_ns) {
     }
     bx_retention_release_heap(h, BX_RELEASE_TICK);
     bx_retention_release_shared(BX_RELEASE_TICK);
-    if (tick_hook) tick_hook();
+    /* Only a running thread's own heap: the orphan heap ticks under its lock, and the hook
+     * may start a thread, whose creation mallocs (it would wait for that lock for ever). */
+    if (tick_hook && atomic_load_explicit(&h->state, memory_order_relaxed) == BX_HEAP_LIVE) tick_hook();
 }
 
 void bx_retention_request(bx_heap_t *h) {
