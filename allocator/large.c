@@ -86,10 +86,9 @@ static bx_large_t *from_cache(size_t need, int node) {
  * bigbuf's 5-25 MB buffers took 2-3x the time), a smaller one grows in place or is moved by
  * the kernel with its pages. NULL if it cannot grow (it is then unmapped). */
 static bx_large_t *refit(bx_large_t *l, size_t need) {
-    if (l->map_size == need) return l;
-    char *base = l->base;
-    if (need < l->map_size) return l; /* from_cache takes none above 8x need */
-    if (!bx_os_resize(base, l->map_size, need) && !(base = bx_os_grow(base, l->map_size, need))) {
+    if (need <= l->map_size) return l; /* from_cache takes none above 8x need */
+    char *base = bx_os_remap(l->base, l->map_size, need, true);
+    if (!base) {
         bx_os_unmap(l->base, l->map_size);
         return NULL;
     }
@@ -209,7 +208,7 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
     /* Unregister first: once mremap moves the mapping, another thread's mmap may get the
      * old range and register its own object in the same pagemap chunk. */
     unpublish(l);
-    char *base = bx_os_resize(old_base, old_size, need) ? old_base : NULL;
+    char *base = bx_os_remap(old_base, old_size, need, false);
     /* Moving keeps page alignment only; aligned objects grow in place or not at all. The
      * destination is a mapping of our own, its pagemap leaf made first, so that the move
      * replaces nobody's memory and the registration after it cannot fail. */

@@ -111,27 +111,17 @@ void bx_os_unmap(void *p, size_t size) {
     count_unmapped(size);
 }
 
-bool bx_os_resize(void *p, size_t old_size, size_t new_size) {
+void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move) {
     int saved = errno;
-    if (mremap(p, old_size, new_size, 0) == MAP_FAILED) {
+    void *q = mremap(p, old_size, new_size, may_move ? MREMAP_MAYMOVE : 0);
+    if (q == MAP_FAILED) {
         errno = saved;
-        return false;
+        return NULL;
     }
     if (new_size > old_size)
         count_mapped(new_size - old_size);
     else
         count_unmapped(old_size - new_size);
-    return true;
-}
-
-void *bx_os_grow(void *p, size_t old_size, size_t new_size) {
-    int saved = errno;
-    void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE);
-    if (q == MAP_FAILED) {
-        errno = saved;
-        return NULL;
-    }
-    count_mapped(new_size - old_size);
     return q;
 }
 

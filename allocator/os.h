@@ -22,11 +22,9 @@ void bx_os_unmap(void *p, size_t size);
 void *bx_os_reserve_zeros(size_t size);
 /* Makes the pages holding [p, p+size) of such a reservation writable. */
 bool bx_os_make_writable(void *p, size_t size);
-/* Grows or shrinks a mapping in place; false if it cannot. */
-bool bx_os_resize(void *p, size_t old_size, size_t new_size);
-/* Grows a mapping, moved wherever the kernel finds room, its pages with it; NULL if it cannot
- * (the mapping stays as it was). */
-void *bx_os_grow(void *p, size_t old_size, size_t new_size);
+/* Grows or shrinks a mapping (mremap): in place, or, with may_move, wherever the kernel finds
+ * room if it must, its pages with it. NULL if it cannot (the mapping stays as it was). */
+void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);
 /* Moves the mapping [p, p + old_size) onto `dest`, a mapping of new_size bytes the caller
  * made (bx_os_map), which it replaces; grown or shrunk to new_size. False if it cannot (both
  * stay as they were). Never touches memory the caller does not own, unlike a move to an
