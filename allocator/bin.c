@@ -18,7 +18,6 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     b->index = index;
     b->allocs = b->frees = 0;
     b->keep = NULL;
-    b->parked = NULL;
     b->keeper = NULL;
     b->home = NULL;
     for (int i = 0; i < BX_BIN_LISTS; i++) {
@@ -48,22 +47,29 @@ static void list_push(bx_bin_t *b, bx_block_t *blk, unsigned list) {
     b->list_len[bx_bin_list_slot(list)]++;
 }
 
-/* A block no chain refers to goes where its fill level says (thesis §8.1.1). */
+/* The list a block with live objects belongs on by its fill level (thesis §8.1.1). */
+static unsigned list_for(const bx_block_t *blk) {
+    uint32_t free = bx_block_free_count(blk);
+    if (free == 0) return BX_LIST_FULL;
+    return 2 * free > blk->capacity ? BX_LIST_ALMOST_EMPTY : BX_LIST_ALMOST_FULL;
+}
+
+/* A block no chain refers to goes where its fill level says, or back to the cache when
+ * entirely free. A block that chains name stays on the list it was on (lists are settled
+ * only here): in random order most frees start a chain on a block that soon leaves the
+ * stack again as full as it was, and moving it off its list and back each time cost a
+ * sixth of a malloc + free pair (powerlaw). */
 static void place(bx_bin_t *b, bx_block_t *blk) {
-    list_unlink(b, blk);
-    blk->list = BX_LIST_NONE;
     if (blk->used == 0) {
+        list_unlink(b, blk);
         blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
         bx_blockcache_free(b->cache, bx_superblock_of(blk), blk);
         return;
     }
-    uint32_t free = bx_block_free_count(blk);
-    if (free == 0)
-        list_push(b, blk, BX_LIST_FULL);
-    else if (2 * free > blk->capacity)
-        list_push(b, blk, BX_LIST_ALMOST_EMPTY);
-    else
-        list_push(b, blk, BX_LIST_ALMOST_FULL);
+    unsigned list = list_for(blk);
+    if (blk->list == list) return;
+    list_unlink(b, blk);
+    list_push(b, blk, list);
 }
 
 static void unref(bx_bin_t *b, bx_block_t *blk) {
@@ -95,39 +101,26 @@ static void drop_oldest(bx_bin_t *b) {
     unref(b, blk);
 }
 
-/* A block no chain names any more waits parked; the one parked before goes to its list. */
-static void park(bx_bin_t *b, bx_block_t *blk) {
-    bx_block_t *before = b->parked;
-    b->parked = blk;
-    if (before) place(b, before);
-}
-
-static void unpark(bx_bin_t *b) {
-    bx_block_t *blk = b->parked;
-    b->parked = NULL;
-    if (blk) place(b, blk);
-}
-
-void bx_bin_chain_exhausted(bx_bin_t *b) {
+/* Removes the spent top record; the block goes to its list once no record names it. */
+static void drop_spent_top(bx_bin_t *b) {
     bx_block_t *blk = bx_chainstack_pop(&b->chains);
     bx_block_share_slot_limit(blk);
-    if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) park(b, blk);
-    /* Kept objects next, while they are still in this CPU's cache. */
-    if (bx_bin_has_uncounted_kept(b)) bx_bin_take_kept(b);
+    unref(b, blk);
 }
 
-void *bx_bin_chain_exhausted_ret(bx_bin_t *b, void *obj) {
-    bx_bin_chain_exhausted(b);
-    return obj;
+static bool top_spent(const bx_bin_t *b) { return !bx_chainstack_empty(&b->chains) && b->chains.top.count == 0; }
+
+void *bx_bin_alloc_next(bx_bin_t *b) {
+    if (bx_chainstack_empty(&b->chains)) return NULL;
+    drop_spent_top(b);
+    /* Kept objects next, while they are still in this CPU's cache. */
+    if (bx_bin_has_uncounted_kept(b)) bx_bin_take_kept(b);
+    return bx_bin_alloc_top(b); /* NULL: no record left */
 }
 
 void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
-    if (blk == b->parked) {
-        b->parked = NULL; /* its list reads QUEUE already */
-    } else if (blk->list != BX_LIST_QUEUE) {
-        list_unlink(b, blk);
-        blk->list = BX_LIST_QUEUE;
-    }
+    if (top_spent(b)) drop_spent_top(b);
+    if (blk->list == BX_LIST_NONE) blk->list = BX_LIST_QUEUE; /* fresh from the cache */
     blk->chain_refs++;
     bx_chainstack_push(&b->chains, blk, count);
 }
@@ -144,30 +137,48 @@ static bool over_bound(const bx_bin_t *b) {
 }
 
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk) {
+    bx_block_t *top = b->chains.top.block;
+    blk->chain_refs++; /* a block of the bin's: on a list or named by chains already */
+    if (top_spent(b)) {
+        /* The chain takes the spent one's place: no ring traffic, and the count of chains,
+         * hence the bound, stays as it was (a program that frees and allocates in random
+         * order comes here on most frees). */
+        bx_chainstack_replace_top(&b->chains, blk, 1);
+        bx_block_share_slot_limit(top);
+        unref(b, top);
+        return;
+    }
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
      * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
-    bx_block_t *top = b->chains.top.block;
     if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top))
         unref(b, bx_chainstack_pop(&b->chains));
-    bx_bin_push_chain(b, blk, 1);
+    bx_chainstack_push(&b->chains, blk, 1);
     while (over_bound(b)) drop_oldest(b);
 }
 
 bool bx_bin_release_empty_top(bx_bin_t *b) {
-    if (b->parked && b->parked->used == 0) {
-        unpark(b);
-        return true;
-    }
     bx_block_t *blk = b->chains.top.block;
     if (bx_chainstack_empty(&b->chains) || blk->used != 0 || bx_block_is_keep(blk)) return false;
     unref(b, bx_chainstack_pop(&b->chains));
     return true;
 }
 
+/* Takes the first block of a list that no chain names. Named ones met on the way leave the
+ * list: they are settled when their last chain goes. */
+static bx_block_t *list_take(bx_bin_t *b, unsigned list) {
+    bx_block_t *blk;
+    while ((blk = b->lists[bx_bin_list_slot(list)]) != NULL) {
+        list_unlink(b, blk);
+        blk->list = BX_LIST_QUEUE;
+        if (!blk->chain_refs) return blk;
+    }
+    return NULL;
+}
+
 void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
-    unpark(b); /* to its list: the refill order is the thesis's */
-    bx_block_t *blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)];
-    if (!blk) blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)];
+    if (top_spent(b)) drop_spent_top(b); /* its block to its list: the refill order is the thesis's */
+    bx_block_t *blk = list_take(b, BX_LIST_ALMOST_FULL);
+    if (!blk) blk = list_take(b, BX_LIST_ALMOST_EMPTY);
     if (!blk) {
         blk = bx_blockcache_alloc(b->cache, NULL);
         if (!blk) return NULL;
@@ -181,7 +192,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_push(blk, obj);
     b->frees++;
-    if (blk->list == BX_LIST_QUEUE) return;
+    if (blk->chain_refs) return; /* settled when its last chain goes */
     /* Move the block only when its list changes: it was full, it just passed half free,
      * or it is entirely free (a drain frees many objects into one block). */
     uint32_t free = bx_block_free_count(blk);
@@ -190,7 +201,6 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
 
 void bx_bin_flush(bx_bin_t *b) {
     while (b->chains.len) drop_oldest(b);
-    unpark(b);
 }
 
 bool bx_bin_check(const bx_bin_t *b) {
@@ -199,8 +209,9 @@ bool bx_bin_check(const bx_bin_t *b) {
         const bx_block_t *prev = NULL;
         for (const bx_block_t *blk = b->lists[bx_bin_list_slot(list)]; blk; prev = blk, blk = blk->next, n++) {
             uint32_t free = bx_block_free_count(blk);
-            if (blk->list != list || blk->prev != prev || blk->chain_refs || blk->size != b->size) return false;
+            if (blk->list != list || blk->prev != prev || blk->size != b->size) return false;
             if (blk->bin != b->index || !bx_block_check(blk)) return false;
+            if (blk->chain_refs) continue; /* named by chains: settled when they go */
             if (blk->used == 0 || blk->used > blk->capacity) return false;
             if (list == BX_LIST_FULL && free != 0) return false;
             if (list == BX_LIST_ALMOST_FULL && (free == 0 || 2 * free > blk->capacity)) return false;
@@ -213,7 +224,7 @@ bool bx_bin_check(const bx_bin_t *b) {
     for (uint32_t i = 0; i < cs->len; i++) {
         const bx_chain_t *rec = bx_chainstack_record(cs, i);
         const bx_block_t *blk = rec->block;
-        if (blk->list != BX_LIST_QUEUE || rec->count == 0 || blk->bin != b->index) return false;
+        if (blk->list == BX_LIST_NONE || (rec->count == 0 && i + 1 != cs->len) || blk->bin != b->index) return false;
         if (!bx_block_is_keep(blk) && !bx_block_check(blk)) return false;
         uint32_t refs = 0, counted = 0;
         for (uint32_t j = 0; j < cs->len; j++) {
@@ -226,10 +237,6 @@ bool bx_bin_check(const bx_bin_t *b) {
         if (refs != blk->chain_refs || counted > bx_block_free_count(blk)) return false;
     }
     if (!cs->len && (cs->top.block != &bx_block_none || cs->top.count)) return false;
-    const bx_block_t *parked = b->parked; /* no chain names it; it is on no list */
-    if (parked &&
-        (parked->chain_refs || parked->list != BX_LIST_QUEUE || parked->bin != b->index || !bx_block_check(parked)))
-        return false;
     if (bx_block_none.free || bx_block_none.carved) return false; /* someone wrote the shared stand-in */
     return true;
 }

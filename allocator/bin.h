@@ -29,10 +29,6 @@ typedef struct bx_bin {
     bx_block_t *lists[BX_BIN_LISTS]; /* heads of the full / almost full / almost empty lists */
     uint32_t list_len[BX_BIN_LISTS]; /* both indexed by bx_bin_list_slot */
     bx_blockcache_t *cache;          /* its blocks come from and go back to it (read off the fast path) */
-    /* The block whose chain ran out last, not yet put on its list: in a queue (FIFO) pattern
-     * the next free starts a chain on it again, and moving it between lists every time took
-     * a fifth of a malloc + free pair at 1 KB. Its list still reads QUEUE; no chain names it. */
-    bx_block_t *parked;
     /* Set by the owning heap; NULL outside a heap (unit tests). */
     bx_block_t *keep;                    /* the heap's keep block of the size (keep.h) */
     bx_keeper_t *keeper;                 /* and what bounds it */
@@ -73,7 +69,8 @@ uint32_t bx_bin_ring_size(uint32_t size);
 
 /* Slow paths (bin.c). The bin's cache supplies and takes back the 64 KB blocks. */
 void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap);
-void bx_bin_chain_exhausted(bx_bin_t *b);
+/* bx_bin_alloc with a spent top chain (or an empty stack): the next chain, if any. */
+void *bx_bin_alloc_next(bx_bin_t *b);
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk);
 /* Puts a chain of `count` of blk's free objects on top (a keep block's, or a refill's). */
 void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count);
@@ -87,20 +84,22 @@ void bx_bin_flush(bx_bin_t *b);
 /* Validates chains, lists, counts and every block (bx_block_check); false on any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);
 
-/* Drops the used-up top chain and returns obj (a tail call keeps the fast path lean). */
-__attribute__((returns_nonnull)) void *bx_bin_chain_exhausted_ret(bx_bin_t *b, void *obj);
-
-/* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path". */
-static inline void *bx_bin_alloc(bx_bin_t *b) {
-    void *obj = bx_block_pop(b->chains.top.block);
-    if (BX_UNLIKELY(!obj)) return NULL; /* the stack is empty */
+/* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path" (for
+ * malloc's, bx_bin_alloc_next first). The count is tested before the pop, so a spent top
+ * (and the empty stack's stand-in, whose count is 0) never reaches its block. */
+static inline void *bx_bin_alloc_top(bx_bin_t *b) {
+    if (BX_UNLIKELY(b->chains.top.count == 0)) return NULL;
+    b->chains.top.count--;
     b->allocs++;
-    if (BX_UNLIKELY(--b->chains.top.count == 0)) return bx_bin_chain_exhausted_ret(b, obj);
-    return obj;
+    return bx_block_pop(b->chains.top.block);
+}
+static inline void *bx_bin_alloc(bx_bin_t *b) {
+    void *p = bx_bin_alloc_top(b);
+    return BX_LIKELY(p != NULL) ? p : bx_bin_alloc_next(b);
 }
 
-/* Pushes obj into its block; true when that lengthened the top chain, false when the
- * caller must start a new chain (bx_bin_new_chain). */
+/* Pushes obj into its block; true when that lengthened the top chain (a spent one too),
+ * false when the caller must start a new chain (bx_bin_new_chain). */
 static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_push(blk, obj);
     b->frees++;

@@ -20,7 +20,8 @@ struct bx_remote;
 /* Which of its bin's four lists a block is on (DESIGN §3). */
 enum bx_block_list {
     BX_LIST_NONE = 0,     /* not owned by a bin: free in its superblock or in a block cache */
-    BX_LIST_QUEUE,        /* referenced by chain records in the chain stack */
+    BX_LIST_QUEUE,        /* on no list, referenced by chain records (a block that chains
+                           * name may also stay on the list it was on: bin.c) */
     BX_LIST_FULL,         /* no free object */
     BX_LIST_ALMOST_FULL,  /* at most half free */
     BX_LIST_ALMOST_EMPTY, /* more than half free */
@@ -166,8 +167,7 @@ static inline bool bx_object_plain_live(const void *obj, uintptr_t key) { return
  * a program copies out of bytes it never wrote no longer reads as a free object. */
 static inline uintptr_t bx_block_key(const bx_block_t *b) { return b->free_key; }
 
-/* Takes one free object; the caller knows one exists (a chain counts it), except for the
- * empty stack's stand-in block (chainstack.h), which gives NULL. */
+/* Takes one free object; the caller knows one exists (a chain counts it). */
 static inline void *bx_block_pop(bx_block_t *b) {
     void *obj = b->free;
     if (BX_LIKELY(obj != NULL)) {
@@ -177,7 +177,6 @@ static inline void *bx_block_pop(bx_block_t *b) {
          * (perf: 3/4 of malloc's time in `pipeline` was that load missing). */
         __builtin_prefetch(next);
     } else {
-        if (BX_UNLIKELY(b == &bx_block_none)) return NULL;
         obj = bx_block_bump(b);
         b->carved += b->size;
         __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);

@@ -4,7 +4,12 @@
  * records (block, count) in a fixed ring used as a double-ended queue: new chains are
  * pushed on top, objects are popped from the top chain, and when there are more chains
  * than the bound the oldest record is dropped (its objects stay free in their block).
- * Every operation is O(1). The objects themselves sit in their blocks' free lists. */
+ * Every operation is O(1). The objects themselves sit in their blocks' free lists.
+ *
+ * A top chain whose objects are all handed out stays on top, spent (count 0), until the
+ * next malloc or a free into another block replaces it: a free into the same block, the
+ * queue pattern, lengthens it again instead of starting a chain (bin.h). Every record
+ * below the top counts at least one object. */
 #ifndef BX_CHAINSTACK_H
 #define BX_CHAINSTACK_H
 
@@ -21,8 +26,8 @@ typedef struct bx_chain {
  * own cache line (a record in the ring would be one more dependent load per malloc); the
  * ring holds the older ones. When the stack is empty the top names the stand-in block
  * bx_block_none (block.h) with a count of 0: a free compares its block with it, and an
- * allocation finds its free list empty and gives up where it would cut a new object, so
- * neither fast path tests for an empty stack. */
+ * allocation sees the count of a spent chain, so neither fast path tests for an empty
+ * stack. */
 typedef struct bx_chainstack {
     bx_chain_t top;   /* the newest record */
     bx_chain_t *ring; /* mask + 1 slots for the records below the top */
@@ -56,6 +61,12 @@ static inline void bx_chainstack_push(bx_chainstack_t *cs, struct bx_block *bloc
     cs->top.block = block;
     cs->top.count = count;
     cs->len++;
+}
+
+/* Puts a new chain in the top record's place (the top's chain is spent). */
+static inline void bx_chainstack_replace_top(bx_chainstack_t *cs, struct bx_block *block, uint32_t count) {
+    cs->top.block = block;
+    cs->top.count = count;
 }
 
 /* Removes the top record (its chain is used up); returns its block. */

@@ -27,6 +27,12 @@ fifo1k:0.005:fifo 1024 SCALE
 fifo4k:0.005:fifo 4096 SCALE
 fifo8k:0.005:fifo 8192 SCALE
 bigbuf:0.02:bigbuf 1 SCALE
+mixed:0.01:mixed 1 SCALE
+batches-t1:0.01:batches 1 SCALE
+server-t2:0.01:server 2 SCALE
+pipeline:0.01:pipeline 2 SCALE
+prodcons:0.01:prodcons 2 SCALE
+realloc:0.01:realloc 2 SCALE
 redis:10000:redis"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -110,7 +116,7 @@ per_op() {  # "value1 ops1" "value2 ops2"
 FAULTS=
 
 [ -n "$OUT" ] && { mkdir -p "$(dirname "$OUT")"; echo "workload,alloc,instr_per_op,minflt_per_op" > "$OUT"; }
-printf '%-12s' workload; for a in $ALLOCS; do printf '%12s' "$a"; done; echo "   (instructions per operation)"
+printf '%-12s' workload; for a in $ALLOCS; do printf '%12s' "${a##*/}"; done; echo "   (instructions per operation)"
 first=${ALLOCS%% *}
 for spec in $(cut -d: -f1,2 <<<"$SPECS"); do
   w=${spec%%:*} s=${spec#*:}
@@ -119,7 +125,7 @@ for spec in $(cut -d: -f1,2 <<<"$SPECS"); do
   printf '%-12s' "$w"
   for a in $ALLOCS; do
     if ! bench_alloc_setup "$a"; then printf '%12s' NA; FAULTS="$FAULTS NA"; continue; fi
-    r1=$(run_cg "$ALLOC_PRELOAD" "$w" "$s" "$w.$a.1") r2=$(run_cg "$ALLOC_PRELOAD" "$w" "$s2" "$w.$a.2")
+    r1=$(run_cg "$ALLOC_PRELOAD" "$w" "$s" "$w.${a//\//_}.1") r2=$(run_cg "$ALLOC_PRELOAD" "$w" "$s2" "$w.${a//\//_}.2")
     v=$(per_op "$r1" "$r2")
     f1=$(run_native "$ALLOC_PRELOAD" "$w" "$s") f2=$(run_native "$ALLOC_PRELOAD" "$w" "$s2")
     f=$(per_op "$f1" "$f2")

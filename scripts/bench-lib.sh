@@ -63,7 +63,9 @@ bench_alloc_setup() {
                 bobox-pin-none) ALLOC_ENV=BOBOX_PIN=none ;;
                 *) ALLOC_WHY="unknown allocator $1"; return 1 ;;
               esac ;;
-    *) ALLOC_WHY="unknown allocator $1 (known: $BENCH_ALL_ALLOCS)"; return 1 ;;
+    /*.so*)   [ -f "$1" ] || { ALLOC_WHY="$1 not found"; return 1; }  # another build, for A/B runs
+              ALLOC_PRELOAD=$1 ;;
+    *) ALLOC_WHY="unknown allocator $1 (known: $BENCH_ALL_ALLOCS, or a library's absolute path)"; return 1 ;;
   esac
   return 0
 }

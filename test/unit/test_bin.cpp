@@ -121,7 +121,12 @@ TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands 
     // Blocks 0-19 left the queue with 1 free object of 1023: almost full.
     REQUIRE(bx_bin_check(&f.bin));
     for (int b = 0; b < 20; b++) REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_ALMOST_FULL);
-    for (int b = 20; b < 40; b++) REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_QUEUE);
+    // Blocks 20-39 are still named by chains; they stay on the list they were on (full)
+    // until their chains go.
+    for (int b = 20; b < 40; b++) {
+        REQUIRE(bx_block_of(objs[b * 1023])->chain_refs > 0);
+        REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_FULL);
+    }
     REQUIRE(f.bin.list_len[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] == 20);
     for (int b = 0; b < 40; b++)
         for (int i = b < 20 ? 1 : 4; i < 1023; i++) f.free_local(objs[b * 1023 + i]);
@@ -140,20 +145,25 @@ TEST_CASE("bin: refill prefers almost-full, then almost-empty, then a new block"
     f.free_direct(objs[per]);
     for (uint32_t i = 0; i < per - 1; i++) f.free_direct(objs[2 * per + i]);
     REQUIRE(b->list == BX_LIST_ALMOST_FULL);
-    REQUIRE(f.bin.parked == c); // its chain ran out last: parked, on no list yet
+    // c's chain ran out last: its record stays on top, spent, and c on no list yet.
+    REQUIRE(f.bin.chains.len == 1);
+    REQUIRE(f.bin.chains.top.block == c);
+    REQUIRE(f.bin.chains.top.count == 0);
+    REQUIRE(c->list == BX_LIST_QUEUE);
     REQUIRE(a->list == BX_LIST_FULL);
-    REQUIRE(bx_chainstack_empty(&f.bin.chains));
+    REQUIRE(bx_bin_check(&f.bin));
     char *p = static_cast<char *>(f.alloc());
     REQUIRE(c->list == BX_LIST_ALMOST_EMPTY); // the refill put it on its list first
     REQUIRE(bx_block_of(p) == b);
-    REQUIRE(f.bin.parked == b); // its one chain used up
+    REQUIRE((f.bin.chains.top.block == b && f.bin.chains.top.count == 0)); // its one chain used up
     p = static_cast<char *>(f.alloc());
+    REQUIRE(b->list == BX_LIST_FULL);
     REQUIRE(bx_block_of(p) == c);
     REQUIRE(c->list == BX_LIST_QUEUE);
     REQUIRE(bx_bin_check(&f.bin));
 }
 
-TEST_CASE("bin: a block's chain running out publishes its slot limit for other threads' frees", "[bin]") {
+TEST_CASE("bin: a block's spent chain leaving the stack publishes its slot limit for other threads' frees", "[bin]") {
     BinFixture f(12);
     uint32_t per = f.bin.per_block;
     std::vector<char *> objs;
@@ -162,8 +172,11 @@ TEST_CASE("bin: a block's chain running out publishes its slot limit for other t
     // Carving writes the owner's line only: others still test its slot_limit.
     REQUIRE(blk->shared_slot_limit == 0);
     REQUIRE(bx_block_is_slot(blk, objs.back()));
-    objs.push_back(static_cast<char *>(f.alloc())); // the chain runs out
+    objs.push_back(static_cast<char *>(f.alloc())); // the chain runs out, its record stays
     REQUIRE(bx_block_of(objs.back()) == blk);
+    REQUIRE(blk->shared_slot_limit == 0);
+    objs.push_back(static_cast<char *>(f.alloc())); // the next allocation drops it
+    REQUIRE(bx_block_of(objs.back()) != blk);
     REQUIRE(blk->shared_slot_limit == blk->slot_limit);
     REQUIRE(blk->slot_limit == per * bx_block_slot_step(blk));
     for (char *p : objs) f.free_local(p);
