@@ -26,7 +26,7 @@ A_OBJS  := $(patsubst allocator/%.c,$(BUILD)/a/%.o,$(ALLOC_SRCS))
 LIBBOBOX_SO := $(BUILD)/libbobox.so
 LIBBOBOX_A  := $(BUILD)/libbobox.a
 
-.PHONY: all test deps install uninstall man clean bench bench-full format
+.PHONY: all test test-bins deps install uninstall man clean bench bench-full format
 all: $(LIBBOBOX_SO) $(LIBBOBOX_A)
 
 # -MMD: each object is rebuilt when a header it includes changes, and only then.
@@ -98,8 +98,11 @@ deps:
 	@scripts/deps.sh
 
 test: deps
-	$(MAKE) all $(TEST_BINS)
+	$(MAKE) test-bins
 	@scripts/run-tests.sh
+
+# Everything the tests run, without running them (then TEST_FILTER=... scripts/run-tests.sh).
+test-bins: all $(TEST_BINS)
 
 # ---- install -----------------------------------------------------------------------------
 # make install PREFIX=... DESTDIR=...: libraries, header, launcher, bobox.pc and the man pages;

@@ -13,7 +13,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     bx_chainstack_init(&b->chains, ring, ring_size);
     b->cache = cache;
     b->size = size;
-    b->per_block = (uint32_t)((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / size);
+    b->per_block = (uint32_t)(BX_BLOCK_SIZE / size);
     b->max_chains = max_chains_for(size);
     b->index = index;
     b->allocs = b->frees = 0;
@@ -63,7 +63,7 @@ static void place(bx_bin_t *b, bx_block_t *blk) {
     if (blk->used == 0) {
         list_unlink(b, blk);
         blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
-        bx_blockcache_free(b->cache, bx_superblock_of(blk), blk);
+        bx_blockcache_free(b->cache, bx_superblock_of(blk->mem), blk->mem);
         return;
     }
     unsigned list = list_for(blk);
@@ -180,9 +180,10 @@ void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
     bx_block_t *blk = list_take(b, BX_LIST_ALMOST_FULL);
     if (!blk) blk = list_take(b, BX_LIST_ALMOST_EMPTY);
     if (!blk) {
-        blk = bx_blockcache_alloc(b->cache, NULL);
-        if (!blk) return NULL;
-        bx_block_init(blk, heap, b->home, b, b->index, b->size);
+        char *mem = bx_blockcache_alloc(b->cache, NULL);
+        if (!mem) return NULL;
+        blk = bx_block_of(mem);
+        bx_block_init(blk, mem, heap, b->home, b, b->index, b->size);
     }
     /* All its free objects become one chain on top. */
     bx_bin_push_chain(b, blk, bx_block_free_count(blk));

@@ -1,9 +1,14 @@
 /* block.h - a 64 KB small-object block (DESIGN §3).
  *
- * Blocks start at multiples of 64 KB, so the header of an object's block is found by
- * masking the object's address: no per-object header. A block keeps a LIFO list of its
- * free objects plus a bump pointer to the first object never handed out, so a fresh
- * block needs no list built up front. */
+ * Blocks start at multiples of 64 KB and hold objects only. Each has a descriptor (the
+ * thesis's block header) in the first 64 KB of its superblock, side by side with the other
+ * blocks' descriptors, found from any address in the block by arithmetic (superblocks start
+ * at multiples of BX_SUPERBLOCK_ALIGN): no per-object header, and no load before the
+ * descriptor's. Headers at the start of each block sit 64 KB apart and all fall into the
+ * same two sets of a cache indexed by the low 16 address bits, so a program touching a few
+ * hundred blocks missed on nearly every header access. A block keeps a LIFO list of its
+ * free objects plus a bump pointer to the first object never handed out, so a fresh block
+ * needs no list built up front. */
 #ifndef BX_BLOCK_H
 #define BX_BLOCK_H
 
@@ -58,17 +63,27 @@ typedef struct bx_block {
     uint32_t shared_slot_limit; /* a past slot_limit, published when a chain of the block
                                   * runs out: other threads test it first, so their frees
                                   * leave the owner's line alone */
+    char *mem;                  /* the block's 64 KB */
 } bx_block_t;
 
-BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
+BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_DESC, "a block descriptor fits BX_BLOCK_DESC");
+BX_STATIC_ASSERT(BX_SB_DESCS_OFFSET + BX_SUPERBLOCK_ALIGN / BX_BLOCK_SIZE * BX_BLOCK_DESC <= BX_BLOCK_SIZE,
+                 "a superblock's descriptors fit its first 64 KB");
 
 /* The empty chain stack's block (chainstack.h): no free object, and no owner. */
 extern bx_block_t bx_block_none __attribute__((visibility("hidden")));
 
+/* The descriptor of the block holding p, an address in a small-object superblock: the
+ * superblock's start, then the block's index in it. Addresses in the superblock's first
+ * 64 KB (its header) map to descriptor 0, which is no block's (superblock.c). */
 static inline bx_block_t *bx_block_of(const void *p) {
-    return (bx_block_t *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK);
+    uintptr_t a = (uintptr_t)p;
+    uintptr_t index = (a & (BX_SUPERBLOCK_ALIGN - 1)) >> BX_BLOCK_SHIFT;
+    return (bx_block_t *)((a & ~(uintptr_t)(BX_SUPERBLOCK_ALIGN - 1)) + BX_SB_DESCS_OFFSET + index * BX_BLOCK_DESC);
 }
-static inline char *bx_block_first(bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER; }
+/* The start of the block holding p. */
+static inline char *bx_block_mem_of(const void *p) { return (char *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK); }
+static inline char *bx_block_first(const bx_block_t *b) { return b->mem; }
 /* Relaxed atomic: other threads' frees and checks read it (it only grows while the block
  * holds live objects); a plain move on x86. */
 static inline uint32_t bx_block_slot_limit(const bx_block_t *b) {
@@ -84,12 +99,13 @@ static inline void bx_block_share_slot_limit(bx_block_t *b) {
 /* What slot_limit grows by per slot carved: div_magic x size - 2^32, from 1 to size. */
 static inline uint32_t bx_block_slot_step(const bx_block_t *b) { return b->div_magic * b->size; }
 /* The first slot never handed out (for the owner). */
-static inline char *bx_block_bump(const bx_block_t *b) { return (char *)b + BX_BLOCK_HEADER + b->carved; }
+static inline char *bx_block_bump(const bx_block_t *b) { return b->mem + b->carved; }
 static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32_t)(b->capacity - b->used); }
 
-/* Formats a fresh (or reused) 64 KB block for objects of `size` owned by `heap`. */
-void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_remote *home, struct bx_bin *owner_bin, unsigned bin,
-                   uint32_t size);
+/* Formats descriptor b for its fresh (or reused) 64 KB block at mem, for objects of `size`
+ * owned by `heap`. */
+void bx_block_init(bx_block_t *b, void *mem, struct bx_heap *heap, struct bx_remote *home, struct bx_bin *owner_bin,
+                   unsigned bin, uint32_t size);
 
 /* Validation (bobox_check_heap, BOBOX_CHECK=1). The header's shape holds for any thread
  * while the block has live objects; the free list only for its owner. */
@@ -99,9 +115,8 @@ bool bx_block_check_free_object(const bx_block_t *b, const void *obj);
 /* Header, every link of the free list, and the count of free objects. */
 bool bx_block_check(const bx_block_t *b);
 
-/* p's offset from the first slot, within 64 KB: addresses in the header wrap around to
- * [64 KB - header, 64 KB), past every slot. */
-static inline uint32_t bx_block_offset(const void *p) { return (uint16_t)((uintptr_t)p - BX_BLOCK_HEADER); }
+/* p's offset from the first slot, its block's start. */
+static inline uint32_t bx_block_offset(const void *p) { return (uint16_t)(uintptr_t)p; }
 
 /* The start of the object slot containing p, or NULL if p is outside every slot. */
 static inline char *bx_block_object(bx_block_t *b, const void *p) {
@@ -109,7 +124,7 @@ static inline char *bx_block_object(bx_block_t *b, const void *p) {
     /* Exact for offsets below 64 KB: the rounding error of div_magic stays under 1/size. */
     uint32_t index = (uint32_t)(((uint64_t)off * b->div_magic) >> 32);
     if (BX_UNLIKELY(index >= b->capacity)) return NULL;
-    return bx_block_first(b) + index * b->size;
+    return bx_block_mem_of(p) + index * b->size;
 }
 
 /* Whether p is the start of a slot handed out at least once, with one multiply and one

@@ -27,14 +27,18 @@
 #define BX_BLOCK_SHIFT 16
 #define BX_BLOCK_SIZE ((size_t)1 << BX_BLOCK_SHIFT)
 #define BX_BLOCK_MASK (BX_BLOCK_SIZE - 1)
-#define BX_BLOCK_HEADER 128 /* two cache lines: block.h */
-/* Largest small object: four must fit in a block beside its header. */
-#define BX_SMALL_MAX ((BX_BLOCK_SIZE - BX_BLOCK_HEADER) / 4 / 16 * 16)
+/* Largest small object: four fit in a block (scripts/gen-sizeclass.py makes the tables for it). */
+#define BX_SMALL_MAX ((size_t)16352)
 #define BX_MIN_OBJECT 16
 #define BX_ALIGNMENT 16
 
 /* Medium objects are blocks of 10 MB superblocks; 510 KB does not divide 10 MB (DESIGN §2). */
 #define BX_SUPERBLOCK_SIZE (10 * BX_MB)
+/* Superblocks start at multiples of this, so that a block's descriptor, in its superblock's
+ * first 64 KB, is found from any address in the block by arithmetic (block.h). */
+#define BX_SUPERBLOCK_ALIGN (16 * BX_MB)
+#define BX_BLOCK_DESC 128          /* bytes per block descriptor: two cache lines (block.h) */
+#define BX_SB_DESCS_OFFSET 1024    /* where a superblock's descriptors start, past its header */
 #define BX_MEDIUM_GRAIN 512
 #define BX_MEDIUM_MAX (510 * BX_KB)
 

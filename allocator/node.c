@@ -125,7 +125,7 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
     release_list(expired);
 
     if (!sb) {
-        sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_REGION_SIZE, 0); /* whole regions: pagemap.h */
+        sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_SUPERBLOCK_ALIGN, 0); /* block.h; whole regions: pagemap.h */
         if (sb) bx_node_bind(sb, BX_SUPERBLOCK_SIZE, node);
         /* The advice stays with the mapping while it waits in the cache. */
         if (sb) bx_os_advise_huge(sb, BX_SUPERBLOCK_SIZE, bx_thp_advice(true));

@@ -75,7 +75,8 @@ void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag
     ba->node = node;
 }
 
-/* Small-object blocks keep 64 KB alignment, so the header takes the first one. */
+/* Small-object blocks keep 64 KB alignment, so the header and the blocks' descriptors take
+ * the first one. */
 static size_t header_bytes(unsigned tag) {
     return tag == BX_TAG_SMALL ? BX_BLOCK_SIZE : bx_align_up(sizeof(bx_superblock_t), 4096);
 }
@@ -83,21 +84,20 @@ static size_t header_bytes(unsigned tag) {
 /* Exact for offsets below 16 MB: the rounding error stays under 1/block_size. */
 static uint64_t div_magic_for(uint32_t block_size) { return (((uint64_t)1) << 48) / block_size + 1; }
 
-/* Before a superblock is formatted for small blocks, the chunks that a past format handed
- * out are marked as no block (a fresh superblock reads zero), so that old contents are never
- * taken for a block header. */
+/* Before a superblock is formatted for small blocks, every block descriptor is marked as no
+ * block's, so that what a past format left there (medium objects cover the descriptors) is
+ * never taken for one; descriptor 0, whose chunk is the header, stays so. */
 static void mark_unformatted(bx_superblock_t *sb, unsigned tag) {
     char *end = sb->touched_end > sb->bump ? sb->touched_end : sb->bump; /* zero when fresh */
     sb->touched_end = end;
     if (tag != BX_TAG_SMALL) return;
-    for (char *chunk = (char *)sb + BX_BLOCK_SIZE; chunk < end; chunk += BX_BLOCK_SIZE)
-        ((bx_block_t *)chunk)->heap = BX_BLOCK_NO_OWNER;
+    for (size_t i = 0; i < BX_SUPERBLOCK_SIZE / BX_BLOCK_SIZE; i++)
+        bx_block_of((char *)sb + i * BX_BLOCK_SIZE)->heap = BX_BLOCK_NO_OWNER;
 }
 
 static void format(bx_blockalloc_t *ba, bx_superblock_t *sb) {
     size_t header = header_bytes(ba->tag);
     mark_unformatted(sb, ba->tag);
-    sb->no_block_owner = BX_BLOCK_NO_OWNER;
     sb->owner = ba;
     sb->heap = ba->owner;
     sb->first = (char *)sb + header;

@@ -18,10 +18,10 @@ struct bx_blockalloc;
 #define BX_SB_MAX_BLOCKS (BX_SUPERBLOCK_SIZE / (BX_SMALL_MAX + 1) + 1)
 #define BX_SB_NOT_IN_HEAP UINT32_MAX
 
-/* A small superblock's first 64 KB chunk is its header, and a pointer into it masks to a
- * block header like any other (block.h): the word where a block keeps its owner reads
- * BX_BLOCK_NO_OWNER here, so free takes it for no block at all (classify.h). Blocks never
- * formatted read zero or, in a superblock recycled from another format, that mark. */
+/* A small superblock's first 64 KB chunk is its header and its blocks' descriptors
+ * (block.h). A pointer into that chunk maps to descriptor 0, whose owner reads
+ * BX_BLOCK_NO_OWNER, so free takes it for no block at all (classify.h); so do the
+ * descriptors of blocks never formatted (zero when fresh, that mark when recycled). */
 typedef struct bx_superblock {
     struct bx_blockalloc *owner; /* block allocator cutting it, NULL while at the node */
     struct bx_heap *heap;        /* thread heap of that allocator */
@@ -32,7 +32,6 @@ typedef struct bx_superblock {
     uint32_t block_size, capacity;
     uintptr_t free_key;         /* marks this format's aligned and in-transit objects: on
                                   * the first line, which a medium free reads anyway */
-    const void *no_block_owner; /* BX_BLOCK_NO_OWNER, where bx_block_t keeps its owner */
     char *touched_end;          /* the end of what any format of it handed out (kept across
                                   * formats: the node recycles superblocks) */
     uint32_t used;
@@ -44,8 +43,7 @@ typedef struct bx_superblock {
     uint64_t cached_since_ms;       /* when it entered the node's cache */
     uint8_t live[BX_SB_MAX_BLOCKS]; /* medium objects currently handed out, a byte each */
 } bx_superblock_t;
-BX_STATIC_ASSERT(offsetof(bx_superblock_t, no_block_owner) == offsetof(bx_block_t, heap),
-                 "the mark is the block's owner");
+BX_STATIC_ASSERT(sizeof(bx_superblock_t) <= BX_SB_DESCS_OFFSET, "the block descriptors follow the header");
 
 typedef struct bx_blockalloc {
     bx_superblock_t **heap; /* min-heap by free blocks */

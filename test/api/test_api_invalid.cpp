@@ -202,8 +202,11 @@ TEST_CASE("checked mode: free_sized with the wrong size and a trashed block head
     REQUIRE(sig == SIGABRT);
     REQUIRE(err.find("free_sized(): size 48 does not match the 40 bytes allocated at") != std::string::npos);
     auto [sig2, err2] = in_child([&] {
-        // A small object's block header is the first 64 bytes of its 64 KB block.
-        memset(reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(0xffff)), 0x41, 64);
+        // A small object's block descriptor: 128 bytes in the first 64 KB of its superblock
+        // (16 MB aligned), at 1 KB + 128 x the block's index (allocator/block.h).
+        uintptr_t at = reinterpret_cast<uintptr_t>(p);
+        uintptr_t desc = (at & ~uintptr_t(0xffffff)) + 1024 + ((at >> 16) & 0xff) * 128;
+        memset(reinterpret_cast<void *>(desc), 0x41, 128);
         a_free(p);
     });
     INFO(err2);

@@ -98,9 +98,9 @@ TEST_CASE("bin: random operations keep objects distinct and structures consisten
 }
 
 TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands on a list", "[bin]") {
-    BinFixture f(3); // 64-byte objects: 1023 per block
+    BinFixture f(3); // 64-byte objects: 1024 per block
     std::vector<char *> objs;
-    for (int i = 0; i < 40 * 1023; i++) objs.push_back(static_cast<char *>(f.alloc()));
+    for (int i = 0; i < 40 * 1024; i++) objs.push_back(static_cast<char *>(f.alloc()));
     // 40 full blocks allocated: the bound is 2 * 40 = 80 chains, within [16, 1024].
     REQUIRE(bin_bound(&f.bin) == 80);
     // One free in each block, then three more rounds in blocks 20-39: a new chain for
@@ -108,7 +108,7 @@ TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands 
     std::vector<bx_block_t *> order;
     for (int round = 0; round < 4; round++)
         for (int b = round ? 20 : 0; b < 40; b++) {
-            char *p = objs[b * 1023 + round];
+            char *p = objs[b * 1024 + round];
             order.push_back(bx_block_of(p));
             f.free_local(p);
         }
@@ -118,18 +118,18 @@ TEST_CASE("bin: the oldest chain is dropped past the bound, and its block lands 
     size_t first_kept = order.size() - bound;
     for (uint32_t i = 0; i < bound; i++)
         REQUIRE(bx_chainstack_record(&f.bin.chains, i)->block == order[first_kept + i]);
-    // Blocks 0-19 left the queue with 1 free object of 1023: almost full.
+    // Blocks 0-19 left the queue with 1 free object of 1024: almost full.
     REQUIRE(bx_bin_check(&f.bin));
-    for (int b = 0; b < 20; b++) REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_ALMOST_FULL);
+    for (int b = 0; b < 20; b++) REQUIRE(bx_block_of(objs[b * 1024])->list == BX_LIST_ALMOST_FULL);
     // Blocks 20-39 are still named by chains; they stay on the list they were on (full)
     // until their chains go.
     for (int b = 20; b < 40; b++) {
-        REQUIRE(bx_block_of(objs[b * 1023])->chain_refs > 0);
-        REQUIRE(bx_block_of(objs[b * 1023])->list == BX_LIST_FULL);
+        REQUIRE(bx_block_of(objs[b * 1024])->chain_refs > 0);
+        REQUIRE(bx_block_of(objs[b * 1024])->list == BX_LIST_FULL);
     }
     REQUIRE(f.bin.list_len[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] == 20);
     for (int b = 0; b < 40; b++)
-        for (int i = b < 20 ? 1 : 4; i < 1023; i++) f.free_local(objs[b * 1023 + i]);
+        for (int i = b < 20 ? 1 : 4; i < 1024; i++) f.free_local(objs[b * 1024 + i]);
     REQUIRE(bx_bin_check(&f.bin));
     REQUIRE(bx_bin_allocated(&f.bin) == 0);
 }
@@ -245,7 +245,7 @@ TEST_CASE("bin: an entirely free top block can be taken back for another bin", "
     REQUIRE(bx_bin_release_empty_top(&f.bin));
     REQUIRE(bx_chainstack_empty(&f.bin.chains));
     REQUIRE(f.cache.count == cached + 1);
-    REQUIRE(f.cache.head == blk);
+    REQUIRE(f.cache.head == blk->mem);
     REQUIRE(!bx_bin_release_empty_top(&f.bin)); // nothing left to give
     REQUIRE(bx_bin_check(&f.bin));
     // The bin still works: its next allocation refills from the cache.

@@ -9,14 +9,14 @@
 #include "internals.h"
 
 TEST_CASE("block: slot tests agree with division for every size and offset", "[block]") {
-    void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
-    REQUIRE(mem != nullptr);
-    auto *blk = static_cast<bx_block_t *>(mem);
-    char *first = static_cast<char *>(mem) + BX_BLOCK_HEADER;
+    BlockRoom room(1);
+    char *mem = room.mem(0);
+    bx_block_t *blk = room.block(0);
+    char *first = mem;
     size_t mismatches = 0;
     for (unsigned bin = 0; bin < BX_SMALL_BINS; bin++) {
         uint32_t size = bx_small_size[bin];
-        bx_block_init(blk, fake_heap(), nullptr, nullptr, bin, size);
+        bx_block_init(blk, mem, fake_heap(), nullptr, nullptr, bin, size);
         REQUIRE(bx_block_check_header(blk));
         uint32_t capacity = blk->capacity;
         // Nothing carved, some carved, all carved; the published limit none, half or all of it.
@@ -27,7 +27,7 @@ TEST_CASE("block: slot tests agree with division for every size and offset", "[b
                 blk->shared_slot_limit = shared_slots * bx_block_slot_step(blk);
                 REQUIRE(bx_block_check_header(blk));
                 for (uint32_t at = 0; at < BX_BLOCK_SIZE; at++) {
-                    const char *p = static_cast<char *>(mem) + at;
+                    const char *p = mem + at;
                     bool in_slots = p >= first;
                     size_t off = in_slots ? (size_t)(p - first) : 0;
                     bool expect_slot = in_slots && off % size == 0 && off < blk->carved;
@@ -37,16 +37,14 @@ TEST_CASE("block: slot tests agree with division for every size and offset", "[b
             }
         }
     }
-    std::free(mem);
     REQUIRE(mismatches == 0);
 }
 
 TEST_CASE("block: objects come from the bump pointer first, then from the free list", "[block]") {
-    void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
-    REQUIRE(mem != nullptr);
-    auto *blk = static_cast<bx_block_t *>(mem);
+    BlockRoom room(1);
+    bx_block_t *blk = room.block(0);
     uint32_t size = bx_small_size[3];
-    bx_block_init(blk, fake_heap(), nullptr, nullptr, 3, size);
+    bx_block_init(blk, room.mem(0), fake_heap(), nullptr, nullptr, 3, size);
     char *a = static_cast<char *>(bx_block_pop(blk));
     char *b = static_cast<char *>(bx_block_pop(blk));
     REQUIRE(a == bx_block_first(blk));
@@ -61,23 +59,21 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
     REQUIRE(bx_block_pop(blk) == a); // LIFO
     REQUIRE_FALSE(bx_object_is_free(a, bx_block_key(blk)));
     REQUIRE(blk->used == 2);
-    std::free(mem);
 }
 
 TEST_CASE("block: a free record of one format is not free under the next", "[block]") {
-    void *mem = std::aligned_alloc(BX_BLOCK_SIZE, 2 * BX_BLOCK_SIZE);
-    REQUIRE(mem != nullptr);
-    auto *blocks = static_cast<char *>(mem);
+    BlockRoom room(2);
+    char *blocks = room.mem(0);
     // Odd (never an aligned pointer) and negative (never a user-space address).
     std::vector<uintptr_t> keys;
     for (int which = 0; which < 2; which++) {
-        auto *blk = reinterpret_cast<bx_block_t *>(blocks + which * BX_BLOCK_SIZE);
+        bx_block_t *blk = room.block(which);
         for (unsigned bin = 0; bin < BX_SMALL_BINS; bin++) {
-            bx_block_init(blk, fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
+            bx_block_init(blk, room.mem(which), fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
             keys.push_back(bx_block_key(blk));
         }
     }
-    // Medium formats: superblocks are 2 MB aligned; the one above the blocks' base too.
+    // Medium formats at two addresses a superblock could have.
     auto *superblock = reinterpret_cast<char *>(((uintptr_t)blocks + (2u << 20)) & ~(uintptr_t)((2u << 20) - 1));
     for (unsigned bin = 0; bin < BX_MEDIUM_BINS; bin++)
         for (char *base : {superblock, superblock + (2u << 20)}) keys.push_back(bx_format_key(base, bx_medium_size[bin]));
@@ -87,20 +83,18 @@ TEST_CASE("block: a free record of one format is not free under the next", "[blo
 
     // Every record a 16 B format leaves, at every 16 B offset, read by each later format of
     // this block and by the same format of the next block.
-    auto *blk = reinterpret_cast<bx_block_t *>(blocks);
-    auto *next = reinterpret_cast<bx_block_t *>(blocks + BX_BLOCK_SIZE);
-    bx_block_init(blk, fake_heap(), nullptr, nullptr, 0, bx_small_size[0]);
-    bx_block_init(next, fake_heap(), nullptr, nullptr, 0, bx_small_size[0]);
+    bx_block_t *blk = room.block(0), *next = room.block(1);
+    bx_block_init(blk, room.mem(0), fake_heap(), nullptr, nullptr, 0, bx_small_size[0]);
+    bx_block_init(next, room.mem(1), fake_heap(), nullptr, nullptr, 0, bx_small_size[0]);
     std::vector<void *> objs;
     while (void *o = bx_block_free_count(blk) ? bx_block_pop(blk) : nullptr) objs.push_back(o);
     for (void *o : objs) bx_block_push(blk, o);
     for (void *o : objs) REQUIRE(bx_object_is_free(o, bx_block_key(blk)));
     for (void *o : objs) REQUIRE_FALSE(bx_object_is_free(o, bx_block_key(next)));
     for (unsigned bin = 1; bin < BX_SMALL_BINS; bin++) {
-        bx_block_init(blk, fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
+        bx_block_init(blk, room.mem(0), fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
         for (void *o : objs) REQUIRE_FALSE(bx_object_keyed(o, bx_block_key(blk)));
     }
-    std::free(mem);
 }
 
 TEST_CASE("block: the header fields other threads read first are off the owner's written line", "[block]") {
@@ -117,6 +111,6 @@ TEST_CASE("block: the header fields other threads read first are off the owner's
                         offsetof(bx_block_t, div_magic), offsetof(bx_block_t, capacity), offsetof(bx_block_t, bin),
                         offsetof(bx_block_t, shared_slot_limit)})
         REQUIRE(line(read) != owner_line);
-    REQUIRE(sizeof(bx_block_t) <= BX_BLOCK_HEADER);
+    REQUIRE(sizeof(bx_block_t) <= BX_BLOCK_DESC);
     REQUIRE(alignof(bx_block_t) == 64);
 }
