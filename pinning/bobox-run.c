@@ -1,5 +1,6 @@
 /* bobox-run: runs a program with libbobox.so and libbobox-pin.so preloaded, or prints the plan. */
 #define _GNU_SOURCE
+#include "mempolicy.h"
 #include "plan.h"
 #include "topology.h"
 
@@ -46,6 +47,18 @@ static const char usage[] =
     "                  bobox-pin: thread=K tid=T cpu=C core=X package=P node=N\n"
     "  --dry-run       plan and report, bind nothing (BOBOX_PIN_DRYRUN=1)\n"
     "  --stats         allocator statistics at exit (BOBOX_STATS=1)\n"
+    "  --mem=POLICY    NUMA policy of large objects (above about 510 KB), as numactl\n"
+    "                  sets one for a whole process; small and medium objects stay on\n"
+    "                  the node of their thread (BOBOX_MEM):\n"
+    "                  interleave[:NODES]  page by page over NODES (default: every node\n"
+    "                                      the process may use)\n"
+    "                  bind[:NODES]        only NODES (default: the allocating thread's\n"
+    "                                      node, with no spill-over when it is full)\n"
+    "                  preferred[:NODE]    NODE first, others when it is full (default:\n"
+    "                                      the thread's node, as without --mem)\n"
+    "                  NODES as numactl writes them: 0,2-3 or all\n"
+    "  --profile=PREFIX  sampling heap profiler on (BOBOX_PROF=PREFIX): at exit the live\n"
+    "                  heap goes to PREFIX.PID.heap, read by google-pprof --text\n"
     "  --plan N        print the plan for N threads as a table and run nothing\n"
     "  --topology      print the machine as the shim sees it (packages, nodes, caches,\n"
     "                  cores, siblings, core kinds, allowed CPUs, domains) and run nothing\n"
@@ -273,7 +286,7 @@ static int set_preload(int with_alloc) {
 }
 
 int main(int argc, char **argv) {
-    const char *pin = NULL, *skipmask = NULL, *cores = NULL;
+    const char *pin = NULL, *skipmask = NULL, *cores = NULL, *mem = NULL, *profile = NULL;
     int no_alloc = 0, verbose = 0, dryrun = 0, stats = 0, topology = 0, i;
     long plan = -1;
     char err[600];
@@ -298,6 +311,12 @@ int main(int argc, char **argv) {
             skipmask = argv[++i];
         } else if (!strncmp(a, "--cores=", 8)) {
             cores = a + 8;
+        } else if (!strncmp(a, "--mem=", 6)) {
+            mem = a + 6;
+            if (!*mem) return die_usage("--mem wants a policy: interleave[:NODES], bind[:NODES], preferred[:NODE]", NULL);
+        } else if (!strncmp(a, "--profile=", 10)) {
+            profile = a + 10;
+            if (!*profile) return die_usage("--profile wants a path prefix, e.g. --profile=/tmp/prof", NULL);
         } else if (!strcmp(a, "--topology")) {
             topology = 1;
         } else if (!strcmp(a, "--no-alloc")) {
@@ -331,6 +350,18 @@ int main(int argc, char **argv) {
         return die_usage(err, NULL);
     if (plan > 0) return print_plan(plan, &spec, &skip);
     if (i >= argc) return die_usage("no program to run", NULL);
+    if (mem) {
+        bx_mempolicy_t policy;
+        unsigned long nodes[BX_MEM_LONGS];
+        if (bx_mempolicy_parse(mem, bx_mempolicy_allowed(nodes) ? nodes : NULL, &policy, err, sizeof err) != 0)
+            return die_usage("--mem=", err + strlen("BOBOX_MEM="));
+        if (no_alloc) return die_usage("--mem sets the allocator's policy: it needs the allocator, not --no-alloc", NULL);
+        setenv("BOBOX_MEM", mem, 1);
+    }
+    if (profile) {
+        if (no_alloc) return die_usage("--profile needs the allocator, not --no-alloc", NULL);
+        setenv("BOBOX_PROF", profile, 1);
+    }
 
     if (pin) setenv("BOBOX_PIN", pin, 1);
     if (skipmask) setenv("BOBOX_PIN_SKIP", skipmask, 1);
