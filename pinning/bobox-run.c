@@ -139,19 +139,29 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
     cpu_set_t usable;
     CPU_AND(&usable, &allowed, &t.online);
     bt_format_cpulist(&usable, list, sizeof list);
+    /* the last column: what each thread is bound to, when that is not always its one CPU */
+    int over = 0;
+    for (long k = 0; k < nthreads && !over && n > 0; k++) {
+        int cpu = bp_thread_cpu(order, n, skip, (unsigned)k);
+        over = cpu >= 0 && bp_overflows(&t, &usable, spec->unit, cpu, bp_thread_round(n, skip, (unsigned)k));
+    }
+    int wide = over || spec->unit != BP_UNIT_CPU;
     printf("plan for %ld threads, policy %s: %d CPUs allowed (%s) of %d online, %d cores, %d packages, "
-           "%d NUMA nodes%s\n",
+           "%d NUMA nodes%s%s\n",
            nthreads, spec->unit != BP_UNIT_CPU ? bp_unit_name(spec->unit) : bp_policy_name(spec->policy),
            CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages, t.nnodes,
            t.hybrid == 1   ? ", hybrid (P then E cores, then P siblings)"
            : t.hybrid == 2 ? ", hybrid by cpu_capacity"
-                           : "");
+                           : "",
+           over ? "; oversubscribed: threads beyond the places' CPUs are bound to their node (or package, or "
+                  "the whole plan)"
+                : "");
     if (n == 0) {
         printf("no thread is pinned\n");
         return spec->policy == BP_NONE ? 0 : 1;
     }
     printf("%6s %5s %7s %7s %5s %7s %4s %4s %4s%s\n", "thread", "cpu", "core_id", "package", "node", "sibling", "L2",
-           "L3", "kind", spec->unit != BP_UNIT_CPU ? " bound to" : "");
+           "L3", "kind", wide ? " bound to" : "");
     for (long k = 0; k < nthreads; k++) {
         int cpu = bp_thread_cpu(order, n, skip, (unsigned)k);
         if (cpu < 0) {
@@ -164,9 +174,12 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
         for (int s = 0; s < core->nsib && core->sib[s] != cpu; s++) rank += CPU_ISSET(core->sib[s], &usable) ? 1 : 0;
         char kb[16];
         char place[512] = "";
-        if (spec->unit != BP_UNIT_CPU) {
+        if (wide) {
             cpu_set_t set;
-            bp_place_cpus(&t, &usable, spec->unit, cpu, &set);
+            if (bp_overflows(&t, &usable, spec->unit, cpu, bp_thread_round(n, skip, (unsigned)k)))
+                bp_overflow_cpus(&t, &usable, order, n, spec->unit, cpu, &set);
+            else
+                bp_place_cpus(&t, &usable, spec->unit, cpu, &set);
             place[0] = ' ';
             bt_format_cpulist(&set, place + 1, sizeof place - 1);
         }

@@ -6,7 +6,7 @@ source "$BOBOX_ROOT/test/pin/lib.sh"
 need "$PROGS/pin_omp"
 n=$((2 * NCPU + 1))
 
-want=$(plan_cpus "$n")
+want=$(plan_masks "$n")
 out=$(LD_PRELOAD=$PIN "$PROGS/pin_omp" "$n") || fail "pin_omp failed"
 echo "$out"
 check_pinned "$out" "$want"
