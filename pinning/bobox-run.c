@@ -70,7 +70,12 @@ static const char usage[] =
     "  OMP_PLACES        unless OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or KMP_AFFINITY\n"
     "                    is already set, bobox-run sets OMP_PLACES to the plan's CPUs in order,\n"
     "                    so OpenMP places its threads as the shim would; if one is set, the\n"
-    "                    shim leaves the process to the OpenMP runtime\n"
+    "                    shim leaves the process to the OpenMP runtime. Not when OMP_NUM_THREADS\n"
+    "                    asks for more threads than the plan has CPUs: OpenMP would stack them\n"
+    "\n"
+    "More threads than CPUs: once every place of the plan holds as many threads as it\n"
+    "has CPUs, each further thread is bound to the plan's CPUs of its NUMA node (else its\n"
+    "package, else all of them) instead of one CPU; --verbose and --plan show it.\n"
     "\n"
     "The libraries are looked up next to bobox-run, then in ../lib relative to it.\n"
     "Exit status: that of PROGRAM; 2 for a bad option; 127 if PROGRAM or a library is missing.\n";
@@ -255,6 +260,18 @@ static void set_omp_places(const struct bp_spec *spec) {
     if (spec->policy == BP_NONE || (getenv("BOBOX_FSROOT") && *getenv("BOBOX_FSROOT")) || load(&t, &allowed) != 0)
         return;
     int n = bp_order(&t, &allowed, spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    /* A team larger than the places' CPUs: OpenMP would stack its threads on one-CPU places; the
+     * shim binds the extra ones wider (docs/pinning-oversubscription.md). */
+    const char *team = getenv("OMP_NUM_THREADS");
+    if (team && n > 0) {
+        long want = strtol(team, NULL, 10), cpus = 0;
+        for (int i = 0; i < n; i++) {
+            cpu_set_t set;
+            bp_place_cpus(&t, &allowed, spec->unit, order[i], &set);
+            cpus += CPU_COUNT(&set);
+        }
+        if (want > cpus) return;
+    }
     size_t pos = 0;
     for (int i = 0; i < n && pos + 16 < sizeof places; i++) {
         cpu_set_t set;
