@@ -103,8 +103,7 @@ int bx_mempolicy_parse(const char *s, const unsigned long *allowed, bx_mempolicy
             if (has(out->mask, n) && !has(allowed, n)) {
                 char ok[200];
                 format_nodes(allowed, ok, sizeof ok);
-                snprintf(err, errlen, "BOBOX_MEM=%s: node %ld is not one this process may use (allowed: %s)", s, n,
-                         ok);
+                snprintf(err, errlen, "BOBOX_MEM=%s: node %ld is not one this process may use (allowed: %s)", s, n, ok);
                 goto bad;
             }
     return 0;

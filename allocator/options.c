@@ -139,8 +139,8 @@ void bx_options_init(void) {
     const char *mem = getenv("BOBOX_MEM");
     unsigned long allowed[BX_MEM_LONGS];
     char err[400];
-    if (mem && bx_mempolicy_parse(mem, bx_mempolicy_allowed(allowed) ? allowed : NULL, &bx_options.mem, err,
-                                  sizeof err) != 0)
+    if (mem &&
+        bx_mempolicy_parse(mem, bx_mempolicy_allowed(allowed) ? allowed : NULL, &bx_options.mem, err, sizeof err) != 0)
         bx_message("bobox: ignoring %s; using local (each thread's own node)\n", err);
 }
 

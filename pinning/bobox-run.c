@@ -340,7 +340,8 @@ int main(int argc, char **argv) {
             cores = a + 8;
         } else if (!strncmp(a, "--mem=", 6)) {
             mem = a + 6;
-            if (!*mem) return die_usage("--mem wants a policy: interleave[:NODES], bind[:NODES], preferred[:NODE]", NULL);
+            if (!*mem)
+                return die_usage("--mem wants a policy: interleave[:NODES], bind[:NODES], preferred[:NODE]", NULL);
         } else if (!strncmp(a, "--profile=", 10)) {
             profile = a + 10;
             if (!*profile) return die_usage("--profile wants a path prefix, e.g. --profile=/tmp/prof", NULL);
@@ -382,7 +383,8 @@ int main(int argc, char **argv) {
         unsigned long nodes[BX_MEM_LONGS];
         if (bx_mempolicy_parse(mem, bx_mempolicy_allowed(nodes) ? nodes : NULL, &policy, err, sizeof err) != 0)
             return die_usage("--mem=", err + strlen("BOBOX_MEM="));
-        if (no_alloc) return die_usage("--mem sets the allocator's policy: it needs the allocator, not --no-alloc", NULL);
+        if (no_alloc)
+            return die_usage("--mem sets the allocator's policy: it needs the allocator, not --no-alloc", NULL);
         setenv("BOBOX_MEM", mem, 1);
     }
     if (profile) {

@@ -357,7 +357,7 @@ static void after_fork_child(void) {
     atomic_store(&next_thread, 1); /* a new process: its threads count from 1 again */
     int reading = 1;               /* a thread of the parent was reading the topology: it is gone */
     atomic_compare_exchange_strong(&topo_state, &reading, 0);
-    if (my_slot < 0) return;       /* not pinned (skipped, or the program chose its mask): stays as it is */
+    if (my_slot < 0) return; /* not pinned (skipped, or the program chose its mask): stays as it is */
     unsigned others;
     int row, s = pt_take_process(my_row, my_cpu, &row, &others);
     my_row = row;

@@ -29,10 +29,10 @@ struct pt_row {
     uint64_t start; /* the process's start time: after exec, the same process finds its row */
     uint32_t gen;   /* bumped when the row is freed: a borrower's link names one use of it */
     int16_t slot;
-    uint8_t weight; /* 1, or 0 while a child process borrows the place */
-    uint8_t main;   /* a process's main thread */
+    uint8_t weight;  /* 1, or 0 while a child process borrows the place */
+    uint8_t main;    /* a process's main thread */
     uint16_t others; /* threads that held the place when this one took it: > 0 is oversubscribed */
-    int32_t lender; /* the row whose place this one borrowed, -1 */
+    int32_t lender;  /* the row whose place this one borrowed, -1 */
     uint32_t lender_gen;
 };
 
@@ -403,8 +403,7 @@ int pt_take_process(int parent_row, int inherited_cpu, int *row, unsigned *other
         if (*row >= 0) {
             tab->row[*row].start = start;
             if (lender >= 0) tab->row[*row].others = tab->row[lender].others;
-        }
-        else if (lender >= 0) {
+        } else if (lender >= 0) {
             tab->row[lender].weight = 1; /* not recorded: nothing could give it back */
             tab->weight[s]++;
         }
