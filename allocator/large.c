@@ -99,6 +99,29 @@ static bx_large_t *refit(bx_large_t *l, size_t need) {
     return l;
 }
 
+/* BOBOX_MEM on a fresh mapping, before anything touches it: the policy stays with the mapping
+ * through the cache and mremap. Without a setting, the node of the allocating thread. */
+static void place(void *base, size_t size, int node) {
+    const bx_mempolicy_t *m = &bx_options.mem;
+    if (m->mode == BX_MEM_LOCAL) {
+        bx_node_bind(base, size, node);
+        return;
+    }
+    unsigned long own[BX_MEM_LONGS] = {0};
+    const unsigned long *mask = m->mask;
+    if (!m->nnodes) { /* bind or preferred without a list: the thread's own node */
+        own[node / (8 * sizeof(unsigned long))] = 1UL << (node % (8 * sizeof(unsigned long)));
+        mask = own;
+    }
+    static atomic_int reported;
+    int error = 0;
+    if (!bx_os_set_policy(base, size, bx_mempolicy_kernel_mode(m->mode), mask, BX_MEM_MAX_NODES + 1, &error) &&
+        !atomic_exchange_explicit(&reported, 1, memory_order_relaxed))
+        bx_message("bobox: BOBOX_MEM=%s: the kernel refused the policy (mbind: error %d); large objects are "
+                   "placed by first touch (reported once)\n",
+                   bx_mem_mode_names[m->mode], error);
+}
+
 void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
     /* Each object spans at least one 64 KB chunk, so no two share the pagemap entry of
      * their address. */
@@ -108,6 +131,8 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
         return NULL;
     }
     size_t need = page() + bx_align_up(size, page());
+    /* a policy over named nodes is the same for every thread: any cached mapping has it */
+    if (bx_options.mem.mode != BX_MEM_LOCAL && bx_options.mem.nnodes) node = -1;
     bx_large_t *l = alignment <= page() ? from_cache(need, node) : NULL;
     if (l) l = refit(l, need);
     *fresh = l == NULL;
@@ -117,7 +142,7 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
         release(evict_at_least(need));
         char *base = bx_os_map_aligned(need, alignment, page());
         if (!base) return NULL;
-        bx_node_bind(base, need, node);
+        place(base, need, node);
         bx_os_advise_huge(base, need, bx_thp_advice(false)); /* kept through the cache and mremap */
         l = (bx_large_t *)base;
         l->base = base;

@@ -136,12 +136,21 @@ void bx_options_init(void) {
     bx_options.decay_ms = number_setting("BOBOX_DECAY_MS", 0, 3600 * 1000, DEFAULT_DECAY_MS);
     bx_options.thp = word_setting("BOBOX_THP", bx_thp_names, 4, BX_THP_AUTO);
     prof_options();
+    const char *mem = getenv("BOBOX_MEM");
+    unsigned long allowed[BX_MEM_LONGS];
+    char err[400];
+    if (mem &&
+        bx_mempolicy_parse(mem, bx_mempolicy_allowed(allowed) ? allowed : NULL, &bx_options.mem, err, sizeof err) != 0)
+        bx_message("bobox: ignoring %s; using local (each thread's own node)\n", err);
 }
 
 void bx_options_report(void) {
     bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_THP=%s BOBOX_STATS=%s BOBOX_CHECK=%d\n",
                bx_options.cache_bytes / BX_MB, (unsigned long long)bx_options.decay_ms, bx_thp_names[bx_options.thp],
                bx_options.stats_json ? "json" : bx_options.stats ? "1" : "0", bx_options.check);
+    char mem[240];
+    bx_mempolicy_format(&bx_options.mem, mem, sizeof mem);
+    bx_message("bobox: settings: BOBOX_MEM=%s\n", mem);
     if (bx_options.prof_prefix)
         bx_message("bobox: settings: BOBOX_PROF=%s BOBOX_PROF_RATE=%zu BOBOX_PROF_SIGNAL=%d BOBOX_PROF_PEAK_MB=%zu\n",
                    bx_options.prof_prefix, bx_options.prof_rate, bx_options.prof_signal,

@@ -3,6 +3,7 @@
 #define BX_OPTIONS_H
 
 #include "common.h"
+#include "mempolicy.h"
 
 typedef struct bx_options_s {
     bool stats;         /* BOBOX_STATS=1: report at exit */
@@ -17,6 +18,7 @@ typedef struct bx_options_s {
     size_t prof_rate;        /* BOBOX_PROF_RATE: mean bytes between samples */
     int prof_signal;         /* BOBOX_PROF_SIGNAL: a dump on this signal (0: none) */
     size_t prof_peak_bytes;  /* BOBOX_PROF_PEAK_MB: a dump each time the peak grows by this */
+    bx_mempolicy_t mem;      /* BOBOX_MEM: the NUMA policy of large objects */
 } bx_options_t;
 
 /* Transparent huge pages for the memory objects live in. */

@@ -161,6 +161,14 @@ bool bx_os_bind(void *p, size_t size, int node) {
     return syscall(SYS_mbind, p, size, MPOL_PREFERRED, mask, (unsigned long)node + 2, 0UL) == 0;
 }
 
+bool bx_os_set_policy(void *p, size_t size, int mode, const unsigned long *mask, unsigned long maxnode, int *error) {
+    int saved = errno;
+    bool done = syscall(SYS_mbind, p, size, mode, mask, maxnode, 0UL) == 0;
+    if (!done) *error = errno;
+    errno = saved;
+    return done;
+}
+
 int bx_os_current_cpu(void) {
     unsigned cpu = 0;
     if (syscall(SYS_getcpu, &cpu, NULL, NULL) != 0) return 0;

@@ -37,6 +37,9 @@ enum bx_os_huge { BX_OS_HUGE_LEAVE, BX_OS_HUGE_NO, BX_OS_HUGE_YES };
 bool bx_os_advise_huge(void *p, size_t size, int advice);
 /* Prefers NUMA node `node` for the range's pages; false if the kernel refused. */
 bool bx_os_bind(void *p, size_t size, int node);
+/* Gives the range the kernel's policy `mode` (MPOL_*) over the nodes in mask (maxnode bits);
+ * false, errno kept, if the kernel refused (the error in *error). */
+bool bx_os_set_policy(void *p, size_t size, int mode, const unsigned long *mask, unsigned long maxnode, int *error);
 #ifdef BX_TESTING
 /* The node policy the kernel holds for the page at p: node, or -1 if none. */
 int bx_os_policy_node(const void *p, int *mode_out);

@@ -1,5 +1,6 @@
 /* bobox-run: runs a program with libbobox.so and libbobox-pin.so preloaded, or prints the plan. */
 #define _GNU_SOURCE
+#include "mempolicy.h"
 #include "plan.h"
 #include "topology.h"
 
@@ -46,6 +47,15 @@ static const char usage[] =
     "                  bobox-pin: thread=K tid=T cpu=C core=X package=P node=N\n"
     "  --dry-run       plan and report, bind nothing (BOBOX_PIN_DRYRUN=1)\n"
     "  --stats         allocator statistics at exit (BOBOX_STATS=1)\n"
+    "  --mem=POLICY    NUMA policy of large objects (above about 510 KB), as numactl sets\n"
+    "                  one for a whole process; small and medium objects stay on their\n"
+    "                  thread's node (BOBOX_MEM). interleave[:NODES]: page by page over\n"
+    "                  NODES, by default every node the process may use; bind[:NODES]:\n"
+    "                  only NODES, by default the allocating thread's node, no spill-over;\n"
+    "                  preferred[:NODE]: NODE first, by default the thread's node. NODES\n"
+    "                  as numactl writes them: 0,2-3 or all\n"
+    "  --profile=PREFIX  sampling heap profiler on (BOBOX_PROF=PREFIX): at exit the live\n"
+    "                  heap goes to PREFIX.PID.heap, read by google-pprof --text\n"
     "  --plan N        print the plan for N threads as a table and run nothing\n"
     "  --topology      print the machine as the shim sees it (packages, nodes, caches,\n"
     "                  cores, siblings, core kinds, allowed CPUs, domains) and run nothing\n"
@@ -57,7 +67,12 @@ static const char usage[] =
     "  OMP_PLACES        unless OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or KMP_AFFINITY\n"
     "                    is already set, bobox-run sets OMP_PLACES to the plan's CPUs in order,\n"
     "                    so OpenMP places its threads as the shim would; if one is set, the\n"
-    "                    shim leaves the process to the OpenMP runtime\n"
+    "                    shim leaves the process to the OpenMP runtime. Not when OMP_NUM_THREADS\n"
+    "                    asks for more threads than the plan has CPUs: OpenMP would stack them\n"
+    "\n"
+    "More threads than CPUs: once every place of the plan holds as many threads as it\n"
+    "has CPUs, each further thread is bound to the plan's CPUs of its NUMA node (else its\n"
+    "package, else all of them) instead of one CPU; --verbose and --plan show it.\n"
     "\n"
     "The libraries are looked up next to bobox-run, then in ../lib relative to it.\n"
     "Exit status: that of PROGRAM; 2 for a bad option; 127 if PROGRAM or a library is missing.\n";
@@ -126,19 +141,29 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
     cpu_set_t usable;
     CPU_AND(&usable, &allowed, &t.online);
     bt_format_cpulist(&usable, list, sizeof list);
+    /* the last column: what each thread is bound to, when that is not always its one CPU */
+    int over = 0;
+    for (long k = 0; k < nthreads && !over && n > 0; k++) {
+        int cpu = bp_thread_cpu(order, n, skip, (unsigned)k);
+        over = cpu >= 0 && bp_overflows(&t, &usable, spec->unit, cpu, bp_thread_round(n, skip, (unsigned)k));
+    }
+    int wide = over || spec->unit != BP_UNIT_CPU;
     printf("plan for %ld threads, policy %s: %d CPUs allowed (%s) of %d online, %d cores, %d packages, "
-           "%d NUMA nodes%s\n",
+           "%d NUMA nodes%s%s\n",
            nthreads, spec->unit != BP_UNIT_CPU ? bp_unit_name(spec->unit) : bp_policy_name(spec->policy),
            CPU_COUNT(&usable), list, t.nonline, t.ncores, t.npackages, t.nnodes,
            t.hybrid == 1   ? ", hybrid (P then E cores, then P siblings)"
            : t.hybrid == 2 ? ", hybrid by cpu_capacity"
-                           : "");
+                           : "",
+           over ? "; oversubscribed: threads beyond the places' CPUs are bound to their node (or package, or "
+                  "the whole plan)"
+                : "");
     if (n == 0) {
         printf("no thread is pinned\n");
         return spec->policy == BP_NONE ? 0 : 1;
     }
     printf("%6s %5s %7s %7s %5s %7s %4s %4s %4s%s\n", "thread", "cpu", "core_id", "package", "node", "sibling", "L2",
-           "L3", "kind", spec->unit != BP_UNIT_CPU ? " bound to" : "");
+           "L3", "kind", wide ? " bound to" : "");
     for (long k = 0; k < nthreads; k++) {
         int cpu = bp_thread_cpu(order, n, skip, (unsigned)k);
         if (cpu < 0) {
@@ -151,9 +176,12 @@ static int print_plan(long nthreads, const struct bp_spec *spec, const struct bp
         for (int s = 0; s < core->nsib && core->sib[s] != cpu; s++) rank += CPU_ISSET(core->sib[s], &usable) ? 1 : 0;
         char kb[16];
         char place[512] = "";
-        if (spec->unit != BP_UNIT_CPU) {
+        if (wide) {
             cpu_set_t set;
-            bp_place_cpus(&t, &usable, spec->unit, cpu, &set);
+            if (bp_overflows(&t, &usable, spec->unit, cpu, bp_thread_round(n, skip, (unsigned)k)))
+                bp_overflow_cpus(&t, &usable, order, n, spec->unit, cpu, &set);
+            else
+                bp_place_cpus(&t, &usable, spec->unit, cpu, &set);
             place[0] = ' ';
             bt_format_cpulist(&set, place + 1, sizeof place - 1);
         }
@@ -229,6 +257,18 @@ static void set_omp_places(const struct bp_spec *spec) {
     if (spec->policy == BP_NONE || (getenv("BOBOX_FSROOT") && *getenv("BOBOX_FSROOT")) || load(&t, &allowed) != 0)
         return;
     int n = bp_order(&t, &allowed, spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    /* A team larger than the places' CPUs: OpenMP would stack its threads on one-CPU places; the
+     * shim binds the extra ones wider (docs/pinning-oversubscription.md). */
+    const char *team = getenv("OMP_NUM_THREADS");
+    if (team && n > 0) {
+        long want = strtol(team, NULL, 10), cpus = 0;
+        for (int i = 0; i < n; i++) {
+            cpu_set_t set;
+            bp_place_cpus(&t, &allowed, spec->unit, order[i], &set);
+            cpus += CPU_COUNT(&set);
+        }
+        if (want > cpus) return;
+    }
     size_t pos = 0;
     for (int i = 0; i < n && pos + 16 < sizeof places; i++) {
         cpu_set_t set;
@@ -273,7 +313,7 @@ static int set_preload(int with_alloc) {
 }
 
 int main(int argc, char **argv) {
-    const char *pin = NULL, *skipmask = NULL, *cores = NULL;
+    const char *pin = NULL, *skipmask = NULL, *cores = NULL, *mem = NULL, *profile = NULL;
     int no_alloc = 0, verbose = 0, dryrun = 0, stats = 0, topology = 0, i;
     long plan = -1;
     char err[600];
@@ -298,6 +338,13 @@ int main(int argc, char **argv) {
             skipmask = argv[++i];
         } else if (!strncmp(a, "--cores=", 8)) {
             cores = a + 8;
+        } else if (!strncmp(a, "--mem=", 6)) {
+            mem = a + 6;
+            if (!*mem)
+                return die_usage("--mem wants a policy: interleave[:NODES], bind[:NODES], preferred[:NODE]", NULL);
+        } else if (!strncmp(a, "--profile=", 10)) {
+            profile = a + 10;
+            if (!*profile) return die_usage("--profile wants a path prefix, e.g. --profile=/tmp/prof", NULL);
         } else if (!strcmp(a, "--topology")) {
             topology = 1;
         } else if (!strcmp(a, "--no-alloc")) {
@@ -331,6 +378,19 @@ int main(int argc, char **argv) {
         return die_usage(err, NULL);
     if (plan > 0) return print_plan(plan, &spec, &skip);
     if (i >= argc) return die_usage("no program to run", NULL);
+    if (mem) {
+        bx_mempolicy_t policy;
+        unsigned long nodes[BX_MEM_LONGS];
+        if (bx_mempolicy_parse(mem, bx_mempolicy_allowed(nodes) ? nodes : NULL, &policy, err, sizeof err) != 0)
+            return die_usage("--mem=", err + strlen("BOBOX_MEM="));
+        if (no_alloc)
+            return die_usage("--mem sets the allocator's policy: it needs the allocator, not --no-alloc", NULL);
+        setenv("BOBOX_MEM", mem, 1);
+    }
+    if (profile) {
+        if (no_alloc) return die_usage("--profile needs the allocator, not --no-alloc", NULL);
+        setenv("BOBOX_PROF", profile, 1);
+    }
 
     if (pin) setenv("BOBOX_PIN", pin, 1);
     if (skipmask) setenv("BOBOX_PIN_SKIP", skipmask, 1);

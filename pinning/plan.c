@@ -327,6 +327,51 @@ int bp_thread_cpu(const short *order, int n, const struct bp_skip *skip, unsigne
     return order[slot % (unsigned)n];
 }
 
+unsigned bp_thread_round(int n, const struct bp_skip *skip, unsigned k) {
+    if (n <= 0) return 0;
+    unsigned slot = k;
+    for (unsigned i = 0; i < k && i < BP_MAX_SKIP; i++) slot -= (unsigned)bp_skipped(skip, i);
+    return slot / (unsigned)n;
+}
+
+int bp_overflows(const struct bt_topology *t, const cpu_set_t *allowed, enum bp_unit unit, int cpu, unsigned others) {
+    cpu_set_t place;
+    bp_place_cpus(t, allowed, unit, cpu, &place);
+    return others >= (unsigned)CPU_COUNT(&place);
+}
+
+int bp_overflow_cpus(const struct bt_topology *t, const cpu_set_t *allowed, const short *order, int n,
+                     enum bp_unit unit, int cpu, cpu_set_t *out) {
+    cpu_set_t place, plan, part;
+    bp_place_cpus(t, allowed, unit, cpu, &place);
+    *out = place;
+    if (cpu < 0 || cpu >= BT_MAX_CPUS || !t->cpu[cpu].online) return 0;
+    CPU_ZERO(&plan); /* the CPUs the plan uses: a list or domains keep threads on what they name */
+    for (int i = 0; i < n; i++) {
+        cpu_set_t p;
+        bp_place_cpus(t, allowed, unit, order[i], &p);
+        CPU_OR(&plan, &plan, &p);
+    }
+    /* the node first: the allocator ties a thread's heap to the node it starts on, so a thread that
+     * may move within its node keeps its memory local; then the package (its L3); then all */
+    const struct bt_core *k = &t->core[t->cpu[cpu].core];
+    for (int level = 0; level < 3; level++) {
+        CPU_ZERO(&part);
+        for (int c = 0; c < BT_MAX_CPUS; c++) {
+            if (!CPU_ISSET(c, &plan) || !t->cpu[c].online) continue;
+            const struct bt_core *o = &t->core[t->cpu[c].core];
+            if (level == 2 || (level == 0 && o->node == k->node) || (level == 1 && o->package == k->package))
+                CPU_SET(c, &part);
+        }
+        CPU_OR(&part, &part, &place);
+        if (CPU_COUNT(&part) > CPU_COUNT(&place)) {
+            *out = part;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int bp_inherit_allowed(cpu_set_t *mask, const char *env) {
     cpu_set_t orig, both;
     if (!env || env[0] != 'P' || env[1] != ':' || bt_parse_cpulist(env + 2, &orig) != 0 || CPU_COUNT(mask) != 1)

@@ -61,6 +61,16 @@ int bp_order(const struct bt_topology *t, const cpu_set_t *allowed, const struct
 void bp_place_cpus(const struct bt_topology *t, const cpu_set_t *allowed, enum bp_unit unit, int cpu, cpu_set_t *out);
 const char *bp_unit_name(enum bp_unit u);
 
+/* Oversubscription (docs/pinning-oversubscription.md): a thread whose place already holds as many
+ * threads as the place has CPUs is not bound to that place alone but to the plan's CPUs around
+ * it: those of its NUMA node, else of its package, else all of them, the first of these that is
+ * larger than its place. The scheduler then balances the extra threads where one-CPU binding
+ * would stack them. Fills out, returns 1 if that is wider than the place, else 0 (out = place). */
+int bp_overflow_cpus(const struct bt_topology *t, const cpu_set_t *allowed, const short *order, int n,
+                     enum bp_unit unit, int cpu, cpu_set_t *out);
+/* 1 if a thread that finds `others` threads on the place of `cpu` overflows it. */
+int bp_overflows(const struct bt_topology *t, const cpu_set_t *allowed, enum bp_unit unit, int cpu, unsigned others);
+
 /* The place in the order a new thread takes: the first one with the fewest live threads
  * (live[i]: threads on place i now). While no thread exits this is creation order, wrapping
  * around; a place left by a thread that exited goes to the next new thread, so programs
@@ -71,6 +81,8 @@ int bp_pick_slot(const unsigned *live, int n);
  * next CPU in the order among the threads not skipped, wrapping around. This is where
  * bp_pick_slot puts thread k while no thread has exited (bobox-run --plan prints it). */
 int bp_thread_cpu(const short *order, int n, const struct bp_skip *skip, unsigned k);
+/* How many threads before thread k took its place, in that model: the round of the order it is in. */
+unsigned bp_thread_round(int n, const struct bp_skip *skip, unsigned k);
 
 /* A child of a pinned thread inherits that thread's one CPU. env is BOBOX_PIN_ALLOWED as the
  * parent left it: "P:list" (only our pinning narrowed masks) or "F:list" (the program set an

@@ -49,6 +49,7 @@ static __thread int in_init __attribute__((tls_model("initial-exec")));
 static __thread int my_cpu __attribute__((tls_model("initial-exec"))) = -1;
 static __thread int my_slot __attribute__((tls_model("initial-exec"))) = -1;
 static __thread int my_row __attribute__((tls_model("initial-exec"))) = -1; /* in the tree's table */
+static __thread int my_wide __attribute__((tls_model("initial-exec")));     /* bound wider than its place */
 static char env_allowed[sizeof ENV_ALLOWED "=P:" + 8192];
 #define FLAG_AT (sizeof ENV_ALLOWED) /* index of P/F/X in env_allowed */
 
@@ -109,11 +110,38 @@ static void *allocator_thread(void) {
 
 static cpu_set_t plan_allowed; /* the set the plan was made from: places are cut from it */
 
-static int bind_to(pid_t tid, int cpu) {
-    cpu_set_t set;
-    bp_place_cpus(&topo, &plan_allowed, spec.unit, cpu, &set); /* one CPU, or its place */
+/* 0: the topology is not read (the tree's order was reused), 1: being read, 2: read, 3: unreadable */
+static atomic_int topo_state;
+
+/* The topology, read when an overflowing thread first needs its node; 0 if it cannot be read. */
+static int need_topology(void) {
+    int st = atomic_load_explicit(&topo_state, memory_order_acquire), expect = 0;
+    if (st == 0 && atomic_compare_exchange_strong(&topo_state, &expect, 1)) {
+        char err[300];
+        st = bt_read(&topo, NULL, err, sizeof err) == 0 ? 2 : 3;
+        atomic_store_explicit(&topo_state, st, memory_order_release);
+    }
+    while ((st = atomic_load_explicit(&topo_state, memory_order_acquire)) == 1) sched_yield();
+    return st == 2;
+}
+
+/* What a thread on `cpu` is bound to: one CPU or its place; wider when its place is full
+ * (bp_overflow_cpus). Returns 1 in that case. */
+static int bind_set(int cpu, unsigned others, cpu_set_t *set) {
+    /* one-CPU places need no topology to count (the tree's order may have spared reading it) */
+    int full = spec.unit == BP_UNIT_CPU ? others >= 1 : bp_overflows(&topo, &plan_allowed, spec.unit, cpu, others);
+    if (full) {
+        if (need_topology()) return bp_overflow_cpus(&topo, &plan_allowed, order, norder, spec.unit, cpu, set);
+        *set = plan_allowed; /* no topology: no node to keep to */
+        return CPU_COUNT(set) > 1;
+    }
+    bp_place_cpus(&topo, &plan_allowed, spec.unit, cpu, set); /* one CPU, or its place */
+    return 0;
+}
+
+static int bind_to(pid_t tid, const cpu_set_t *set) {
     /* the raw call: our own sched_setaffinity wrapper is for the program's calls */
-    return syscall(SYS_sched_setaffinity, tid, sizeof set, &set) == 0 ? 0 : errno;
+    return syscall(SYS_sched_setaffinity, tid, sizeof *set, set) == 0 ? 0 : errno;
 }
 
 /* A pinned thread ends (its start routine returns, pthread_exit, cancellation): its place is free. */
@@ -121,15 +149,17 @@ static void release_row(void *row) { pt_release((int)(intptr_t)row); }
 
 /* Binds thread k (tid 0 = the caller) to its place and reports it. slot -1: a skipped thread,
  * which gets the whole allowed set back rather than the one CPU of the pinned thread that
- * created it. */
-static void pin(unsigned k, pid_t tid, int slot) {
+ * created it. others: threads of the tree already on that place. */
+static void pin(unsigned k, pid_t tid, int slot, unsigned others) {
     int cpu = slot < 0 ? -1 : order[slot];
     if (cpu < 0) {
         if (!dryrun) syscall(SYS_sched_setaffinity, tid, sizeof unpinned, &unpinned);
         return;
     }
+    cpu_set_t set;
+    int wide = bind_set(cpu, others, &set);
     if (!dryrun) {
-        int e = bind_to(tid, cpu);
+        int e = bind_to(tid, &set);
         if (e) {
             if (atomic_exchange(&bind_failed, 1) == 0)
                 say("bobox-pin: cannot bind thread %u to CPU %d: %s; threads that cannot be bound run "
@@ -141,18 +171,22 @@ static void pin(unsigned k, pid_t tid, int slot) {
     if (tid == 0 || tid == gettid_()) {
         my_cpu = cpu;
         my_slot = slot;
+        my_wide = wide;
     }
     if (verbose || dryrun) {
         const struct bt_core *c = &topo.core[topo.cpu[cpu].core];
         char place[300] = "";
-        if (spec.unit != BP_UNIT_CPU) {
-            cpu_set_t set;
-            bp_place_cpus(&topo, &plan_allowed, spec.unit, cpu, &set);
+        if (spec.unit != BP_UNIT_CPU || wide) {
             memcpy(place, " cpus=", 7);
             bt_format_cpulist(&set, place + 6, sizeof place - 6);
         }
-        say("bobox-pin: thread=%u tid=%d cpu=%d core=%d package=%d node=%d%s", k, tid ? (int)tid : (int)gettid_(), cpu,
-            c->core_id, c->package, c->node, place);
+        if (wide && pt_first_overflow())
+            say("bobox-pin: more threads than CPUs in the plan (%d places, each full): thread %u and later extra "
+                "threads are bound to the CPUs of their node (or package, or the whole plan) instead of one CPU "
+                "each, so that the scheduler can balance them",
+                norder, k);
+        say("bobox-pin: thread=%u tid=%d cpu=%d core=%d package=%d node=%d%s%s", k, tid ? (int)tid : (int)gettid_(),
+            cpu, c->core_id, c->package, c->node, place, wide ? " oversubscribed" : "");
     }
 }
 
@@ -247,6 +281,7 @@ static void init(void) {
     int inherited_cpu = -1; /* the one CPU of the thread that started this process */
     if (fsroot) {
         if (bt_read(&topo, fsroot, err, sizeof err) != 0) goto bad;
+        atomic_store(&topo_state, 2);
         allowed = topo.online; /* a saved tree: its online CPUs stand for the allowed set */
         if (sched_getaffinity(getpid(), sizeof unpinned, &unpinned) != 0) CPU_ZERO(&unpinned);
     } else {
@@ -273,7 +308,10 @@ static void init(void) {
          * and dry runs read it anyway, to name each CPU's core and node. */
         if (!verbose && !dryrun && spec.unit == BP_UNIT_CPU) /* places need the topology */
             norder = pt_known_order(key, &allowed, order);
-        if (!norder && bt_read(&topo, NULL, err, sizeof err) != 0) goto bad;
+        if (!norder) {
+            if (bt_read(&topo, NULL, err, sizeof err) != 0) goto bad;
+            atomic_store(&topo_state, 2);
+        }
     }
     warn[0] = '\0';
     if (!norder) norder = bp_order(&topo, &allowed, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
@@ -298,9 +336,10 @@ static void init(void) {
     pt_attach(order, norder, &allowed, key);
     atomic_store(&active, 1);
     if (!bp_skipped(&skip, 0)) {
-        int row, s = pt_take_process(-1, inherited_cpu, &row);
+        unsigned others;
+        int row, s = pt_take_process(-1, inherited_cpu, &row, &others);
         my_row = row;
-        pin(0, getpid(), s);
+        pin(0, getpid(), s, others);
     }
     /* After the pin: putenv may malloc, and the main thread's first malloc picks the NUMA node
      * of its heap from the CPU it runs on. */
@@ -316,10 +355,13 @@ bad:
  * place of least weight in the tree. */
 static void after_fork_child(void) {
     atomic_store(&next_thread, 1); /* a new process: its threads count from 1 again */
-    if (my_slot < 0) return;       /* not pinned (skipped, or the program chose its mask): stays as it is */
-    int row, s = pt_take_process(my_row, my_cpu, &row);
+    int reading = 1;               /* a thread of the parent was reading the topology: it is gone */
+    atomic_compare_exchange_strong(&topo_state, &reading, 0);
+    if (my_slot < 0) return; /* not pinned (skipped, or the program chose its mask): stays as it is */
+    unsigned others;
+    int row, s = pt_take_process(my_row, my_cpu, &row, &others);
     my_row = row;
-    if (s != my_slot) pin(0, 0, s);
+    if (s != my_slot || others > 0 || my_wide) pin(0, 0, s, others); /* else the parent's mask is right */
 }
 
 /* The process exits normally: its places go back to the tree (others are reaped by the survivors). */
@@ -354,8 +396,9 @@ struct start {
     void *(*fn)(void *);
     void *arg;
     unsigned k;
-    int slot; /* -1: a skipped thread */
-    int row;  /* its row in the tree's table */
+    int slot;        /* -1: a skipped thread */
+    int row;         /* its row in the tree's table */
+    unsigned others; /* threads already on its place */
     sem_t bound;
 };
 
@@ -369,7 +412,7 @@ static void *trampoline(void *p) {
     int slot = s->slot;
     intptr_t row = s->row;
     my_row = s->row;
-    pin(s->k, 0, s->slot);
+    pin(s->k, 0, s->slot, s->others);
     sem_post(&s->bound); /* s lives on the creator's stack: not touched after this */
     if (slot < 0) return fn(arg);
     void *ret;
@@ -400,9 +443,10 @@ EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
         mark_foreign(-1, sizeof chosen, &chosen);
         return real(thread, attr, fn, arg);
     }
-    struct start s = {fn, arg, k, -1, -1, {{0}}};
+    struct start s = {fn, arg, k, -1, -1, 0, {{0}}};
     if (sem_init(&s.bound, 0, 0) != 0) return real(thread, attr, fn, arg);
-    if (!bp_skipped(&skip, k)) s.slot = pt_take_thread(&s.row);
+    if (!bp_skipped(&skip, k)) s.slot = pt_take_thread(&s.row, &s.others);
+    if (s.slot >= 0 && s.others > 0) need_topology(); /* here, not on a new thread's small stack */
     int rc = real(thread, attr, trampoline, &s);
     if (rc != 0 && s.slot >= 0) pt_release(s.row);
     if (rc == 0) {

@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PT_MAGIC 0x3174702d786f626fULL /* "obox-pt1" */
+#define PT_MAGIC 0x3274702d786f626fULL /* "obox-pt2" */
 #define PT_ROWS 4096
 #define PT_REAP_NS 20000000ULL /* survivors look for dead processes at most this often */
 
@@ -29,9 +29,10 @@ struct pt_row {
     uint64_t start; /* the process's start time: after exec, the same process finds its row */
     uint32_t gen;   /* bumped when the row is freed: a borrower's link names one use of it */
     int16_t slot;
-    uint8_t weight; /* 1, or 0 while a child process borrows the place */
-    uint8_t main;   /* a process's main thread */
-    int32_t lender; /* the row whose place this one borrowed, -1 */
+    uint8_t weight;  /* 1, or 0 while a child process borrows the place */
+    uint8_t main;    /* a process's main thread */
+    uint16_t others; /* threads that held the place when this one took it: > 0 is oversubscribed */
+    int32_t lender;  /* the row whose place this one borrowed, -1 */
     uint32_t lender_gen;
 };
 
@@ -43,6 +44,7 @@ struct pt_table {
     uint64_t last_reap_ns;
     cpu_set_t allowed;         /* the set the tree plans from */
     char policy[256];          /* BOBOX_PIN that made the order ("" for the default) */
+    _Atomic int told_overflow; /* the verbose note on oversubscription was written */
     short order[BP_MAX_ORDER]; /* exec'd processes with the same policy and set reuse it */
     pthread_mutex_t lock;      /* process-shared and robust: a process may die holding it */
     unsigned weight[BP_MAX_ORDER];
@@ -328,6 +330,7 @@ static int add_row(int slot, int main, int lender) {
     r->slot = (int16_t)slot;
     r->weight = 1;
     r->main = (uint8_t)main;
+    r->others = (uint16_t)(tab->weight[slot] > 65535 ? 65535 : tab->weight[slot]);
     r->lender = lender;
     r->lender_gen = lender >= 0 ? tab->row[lender].gen : 0;
     tab->weight[slot]++;
@@ -335,11 +338,12 @@ static int add_row(int slot, int main, int lender) {
     return (int)i;
 }
 
-int pt_take_thread(int *row) {
+int pt_take_thread(int *row, unsigned *others) {
     int saved = errno;
     lock();
     reap(0);
     int s = bp_pick_slot(tab->weight, tab->norder);
+    *others = tab->weight[s];
     *row = add_row(s, 0, -1);
     unlock();
     errno = saved;
@@ -367,7 +371,7 @@ static int parent_holding(int hint, int cpu) {
     return -1;
 }
 
-int pt_take_process(int parent_row, int inherited_cpu, int *row) {
+int pt_take_process(int parent_row, int inherited_cpu, int *row, unsigned *others) {
     int saved = errno;
     uint64_t start = start_time();
     pid_t me = getpid();
@@ -396,17 +400,24 @@ int pt_take_process(int parent_row, int inherited_cpu, int *row) {
             s = bp_pick_slot(tab->weight, tab->norder);
         }
         *row = add_row(s, 1, lender);
-        if (*row >= 0)
+        if (*row >= 0) {
             tab->row[*row].start = start;
-        else if (lender >= 0) {
+            if (lender >= 0) tab->row[*row].others = tab->row[lender].others;
+        } else if (lender >= 0) {
             tab->row[lender].weight = 1; /* not recorded: nothing could give it back */
             tab->weight[s]++;
         }
     }
+    /* as when the place was first taken: after exec the process's own row, after a borrow the
+     * lender's (a child stands in for its parent), so an exec does not turn the first thread
+     * of a place into an extra one because others came later */
+    *others = *row >= 0 ? tab->row[*row].others : tab->weight[s];
     unlock();
     errno = saved;
     return s;
 }
+
+int pt_first_overflow(void) { return tab && atomic_exchange(&tab->told_overflow, 1) == 0; }
 
 void pt_process_exit(void) {
     if (!tab) return;

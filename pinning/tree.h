@@ -32,15 +32,19 @@ int pt_known_order(const char *policy, const cpu_set_t *allowed, short *order);
 int pt_attach(const short *order, int norder, const cpu_set_t *allowed, const char *policy);
 
 /* A new thread of this process: the place of least weight; *row receives its row (-1 when the
- * table is full: the thread is placed but not counted). */
-int pt_take_thread(int *row);
+ * table is full: the thread is placed but not counted), *others how many other threads of the
+ * tree hold that place now (more than the place has CPUs: every place is full). */
+int pt_take_thread(int *row, unsigned *others);
 /* The thread of `row` ends: its place is free again. */
 void pt_release(int row);
 /* The main thread of a process new to the tree (after fork in the child, or at start-up):
  * its own row if the process had one before exec; else the place of the parent's thread that
  * started it, when that thread still holds it (`parent_row` after fork, else the parent's row
  * on `inherited_cpu`; -1: unknown); else the place of least weight. */
-int pt_take_process(int parent_row, int inherited_cpu, int *row);
+int pt_take_process(int parent_row, int inherited_cpu, int *row, unsigned *others);
+/* 1 the first time any process of the tree asks: the verbose note on oversubscription is
+ * written once per tree. */
+int pt_first_overflow(void);
 /* The process ends normally: every row of it goes, borrowed places go back, and the last
  * process of the tree removes the file. */
 void pt_process_exit(void);

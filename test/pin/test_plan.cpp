@@ -436,3 +436,71 @@ TEST_CASE("places: OpenMP place names, one thread per place, bound to all of it"
     CHECK(std::string(bp_unit_name(spec.unit)) == "numa_domains");
     CHECK(bp_parse_policy("numa", &spec, err, sizeof err) != 0);
 }
+
+// What thread k is bound to in the static model (no exits): its place, or the wider set of
+// oversubscription once every place holds as many threads as it has CPUs.
+static std::vector<std::string> bound(const bt_topology &t, const char *policy, int nthreads,
+                                      const char *allowed = nullptr)
+{
+    static bp_spec spec;
+    static short order[BP_MAX_ORDER];
+    bp_skip skip;
+    char err[600], warn[600], list[512];
+    REQUIRE(bp_parse_policy(policy, &spec, err, sizeof err) == 0);
+    REQUIRE(bp_parse_skip(nullptr, &skip, err, sizeof err) == 0);
+    cpu_set_t set;
+    if (allowed)
+        set = cpus(allowed);
+    int n = bp_order(&t, allowed ? &set : nullptr, &spec, order, BP_MAX_ORDER, warn, sizeof warn);
+    std::vector<std::string> out;
+    for (int k = 0; k < nthreads; k++) {
+        int cpu = bp_thread_cpu(order, n, &skip, (unsigned)k);
+        cpu_set_t s;
+        if (bp_overflows(&t, allowed ? &set : nullptr, spec.unit, cpu, bp_thread_round(n, &skip, (unsigned)k)))
+            bp_overflow_cpus(&t, allowed ? &set : nullptr, order, n, spec.unit, cpu, &s);
+        else
+            bp_place_cpus(&t, allowed ? &set : nullptr, spec.unit, cpu, &s);
+        bt_format_cpulist(&s, list, sizeof list);
+        out.push_back(list);
+    }
+    return out;
+}
+
+TEST_CASE("oversubscription: threads beyond the places are bound to their node, not one CPU", "[pin][plan][over]")
+{
+    auto t = load("2s8c-ht"); // nodes = packages: CPUs 0-7 | 8-15, siblings +16
+    auto b = bound(*t, "scatter", 35);
+    for (int k = 0; k < 32; k++) // every CPU once: one CPU each
+        CHECK(b[(size_t)k] == std::to_string(plan(*t, "scatter", 32)[(size_t)k]));
+    CHECK(b[32] == "0-7,16-23"); // thread 32 would have had CPU 0 again: node 0
+    CHECK(b[33] == "8-15,24-31");
+    CHECK(b[34] == "0-7,16-23");
+    // places: a core holds two threads before it is full
+    b = bound(*t, "cores", 34);
+    CHECK(b[16] == "0,16");
+    CHECK(b[31] == "15,31");
+    CHECK(b[32] == "0-7,16-23");
+    CHECK(b[33] == "8-15,24-31");
+    // a list keeps to the CPUs it names: those of the node, else of the package, else all of them
+    CHECK(bound(*t, "0,1,8", 6) == std::vector<std::string>{ "0", "1", "8", "0-1", "0-1", "0-1,8" });
+    // one listed CPU on each node: the package is the node here, so the whole list
+    CHECK(bound(*t, "0,8", 4) == std::vector<std::string>{ "0", "8", "0,8", "0,8" });
+    // one CPU in all: nothing wider to go to
+    CHECK(bound(*t, "5", 3) == std::vector<std::string>{ "5", "5", "5" });
+    // an allowed subset: only what the process may use
+    CHECK(bound(*t, "scatter", 5, "0-1,8-9") == std::vector<std::string>{ "0", "8", "1", "9", "0-1" });
+
+    auto s = load("2s2n-snc-ht"); // nodes 0-3, 4-7 | 8-11, 12-15 (+16): the node, not the package
+    b = bound(*s, "scatter", 33);
+    CHECK(b[32] == "0-3,16-19");
+    // a node with one CPU of the list: its package's CPUs of the list
+    CHECK(bound(*s, "0,4,8", 4)[3] == "0,4");
+
+    cpu_set_t out;
+    short order[2] = { 0, 8 };
+    CHECK(bp_overflow_cpus(t.get(), nullptr, order, 2, BP_UNIT_CPU, 0, &out) == 1);
+    CHECK(bp_overflows(t.get(), nullptr, BP_UNIT_CPU, 0, 0) == 0);
+    CHECK(bp_overflows(t.get(), nullptr, BP_UNIT_CPU, 0, 1) == 1);
+    CHECK(bp_overflows(t.get(), nullptr, BP_UNIT_CORE, 0, 1) == 0);
+    CHECK(bp_overflows(t.get(), nullptr, BP_UNIT_CORE, 0, 2) == 1);
+}

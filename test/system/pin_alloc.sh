@@ -6,7 +6,7 @@ need "$PROGS/pin_threads" "$PROGS/pin_cxx"
 [ -e "$BUILD/libbobox.so" ] || skip "libbobox.so is not built"
 ALLOC=$BUILD/libbobox.so
 n=$((2 * NCPU + 1))
-want=$(plan_cpus $((n + 1)))
+want=$(plan_masks $((n + 1)))
 for preload in "$ALLOC:$PIN" "$PIN:$ALLOC"; do
     out=$(LD_PRELOAD=$preload "$PROGS/pin_threads" $n --malloc) || fail "pin_threads under $preload failed"
     check_pinned "$out" "$want"

@@ -10,6 +10,7 @@ need "$PROGS/pin_threads"
 P=$PROGS/pin_threads
 plan=($(plan_cpus 4))
 places=($(plan_cpus "$NCPU"))
+wide=($(plan_masks $((2 * NCPU)) | cut -d' ' -f$((NCPU + 1))-)) # a thread on a full place: bound wider
 
 # thread 1 (pinned to plan[1]) starts the child and waits: the child's main thread takes that
 # place, and each of its threads the first place with the fewest threads of the tree.
@@ -20,8 +21,8 @@ want_child=${places[1]}
 for k in 1 2 3; do
     best=0
     for ((i = 1; i < NCPU; i++)); do [ "${weight[i]}" -lt "${weight[best]}" ] && best=$i; done
+    if [ "${weight[best]}" -ge 1 ]; then want_child="$want_child ${wide[best]}"; else want_child="$want_child ${places[best]}"; fi
     weight[best]=$((weight[best] + 1))
-    want_child="$want_child ${places[best]}"
 done
 out=$(BOBOX_PIN_VERBOSE=1 LD_PRELOAD=$PIN "$P" 1 --spawn-from=1 -- "$P" 3 2>"$TMP/err") || fail "did not run"
 echo "$out"; cat "$TMP/err"

@@ -3,11 +3,11 @@
 source "$BOBOX_ROOT/test/pin/lib.sh"
 need "$PROGS/pin_cxx"
 n=$((2 * NCPU + 1))
-want=$(plan_cpus $((n + 1)))
+want=$(plan_masks $((n + 1)))
 out=$(LD_PRELOAD=$PIN "$PROGS/pin_cxx" $n) || fail "pin_cxx failed"
 echo "$out"
 check_pinned "$out" "$want"
-want=$(plan_cpus $((n + 1)) --pin=compact)
+want=$(plan_masks $((n + 1)) --pin=compact)
 out=$(BOBOX_PIN=compact LD_PRELOAD=$PIN "$PROGS/pin_cxx" $n) || fail "pin_cxx failed"
 check_pinned "$out" "$want"
 echo "ok"

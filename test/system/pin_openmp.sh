@@ -6,7 +6,7 @@ source "$BOBOX_ROOT/test/pin/lib.sh"
 need "$PROGS/pin_omp"
 n=$((2 * NCPU + 1))
 
-want=$(plan_cpus "$n")
+want=$(plan_masks "$n")
 out=$(LD_PRELOAD=$PIN "$PROGS/pin_omp" "$n") || fail "pin_omp failed"
 echo "$out"
 check_pinned "$out" "$want"
@@ -32,6 +32,14 @@ grep -qx "omp_places=$places" <<<"$out" || fail "OMP_PLACES is not $places"
 check_pinned "$out" "${want[*]}"
 # the runtime binding to our places is not the program pinning on its own: children still replan
 grep -q '^inherited=P:' <<<"$out" || fail "OpenMP binding to our places marked the process: $(grep inherited <<<"$out")"
+# a team larger than the plan's CPUs (OMP_NUM_THREADS): no OMP_PLACES, which would stack threads on
+# one-CPU places; the shim binds the extra threads wider, as --plan says
+m=$((NCPU + 2))
+out=$(OMP_NUM_THREADS=$m "$RUN" --no-alloc -- "$PROGS/pin_omp" "$m") || fail "bobox-run pin_omp ($m threads) failed"
+echo "$out"
+grep -qx "omp_places=(unset)" <<<"$out" || fail "OMP_PLACES set for a team larger than the CPUs"
+check_pinned "$out" "$(plan_masks "$m")"
+
 # a user's OMP_PLACES stands
 out=$(OMP_PLACES=threads "$RUN" --no-alloc -- "$PROGS/pin_omp" 2) || fail "bobox-run pin_omp failed"
 grep -qx "omp_places=threads" <<<"$out" || fail "bobox-run replaced the user's OMP_PLACES"

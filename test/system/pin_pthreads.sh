@@ -6,7 +6,7 @@ need "$PROGS/pin_threads"
 n=$((2 * NCPU + 1))   # more threads than CPUs: the order wraps
 
 for policy in scatter compact; do
-    want=$(plan_cpus $((n + 1)) --pin=$policy)
+    want=$(plan_masks $((n + 1)) --pin=$policy)
     out=$(BOBOX_PIN=$policy LD_PRELOAD=$PIN "$PROGS/pin_threads" $n) || fail "pin_threads failed"
     echo "$out"
     check_pinned "$out" "$want"
@@ -21,7 +21,7 @@ if [ "$NCPU" -ge 2 ]; then
     cpus=($(plan_cpus "$NCPU" --pin=compact | tr ' ' '\n' | sort -n))
     list="${cpus[-1]},${cpus[0]}"
     out=$(BOBOX_PIN=$list LD_PRELOAD=$PIN "$PROGS/pin_threads" 3) || fail "pin_threads failed"
-    check_pinned "$out" "${cpus[-1]} ${cpus[0]} ${cpus[-1]} ${cpus[0]}"
+    check_pinned "$out" "$(plan_masks 4 --pin=$list)"
 
     # a set narrowed by taskset: the plan stays inside it
     out=$(taskset -c "${cpus[-1]}" env LD_PRELOAD=$PIN "$PROGS/pin_threads" 3) || fail "pin_threads failed"

@@ -41,5 +41,5 @@ grep -qx "LD_PRELOAD=$(realpath "$TMP/lib/libbobox-pin.so")" <<<"$out" || fail "
 n=$((NCPU + 1))
 out=$("$RUN" --no-alloc --pin=compact -- "$PROGS/pin_threads" $n) || fail "bobox-run pin_threads failed"
 echo "$out"
-check_pinned "$out" "$(plan_cpus $((n + 1)) --pin=compact)"
+check_pinned "$out" "$(plan_masks $((n + 1)) --pin=compact)"
 echo "ok"

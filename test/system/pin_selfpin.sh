@@ -9,8 +9,9 @@ P=$PROGS/pin_threads
 plan=($(plan_cpus 8))
 other() { local c; for c in ${plan[@]}; do [ "$c" != "$1" ] && { echo "$c"; return; }; done; }
 
+mask=($(plan_masks 8)) # threads beyond the CPUs are bound wider (oversubscription)
 planned=("${plan[0]}" "${plan[1]}" "${plan[2]}" none "${plan[3]}" "${plan[4]}")
-want=("${planned[@]}")
+want=("${mask[0]}" "${mask[1]}" "${mask[2]}" none "${mask[3]}" "${mask[4]}")
 want[1]=$(other "${planned[1]}"); want[3]=$(other "${plan[3]}"); want[5]=$(other "${planned[5]}")
 for i in 1 2 3; do   # the race with pthread_setaffinity_np from main is timing-dependent: repeat
     out=$(BOBOX_PIN_VERBOSE=1 LD_PRELOAD=$PIN "$P" 5 --selfpin=1:${want[1]} --attr=3:${want[3]} \

@@ -26,15 +26,24 @@ check_unpinned "$out"
 # verbose: one line per pinned thread, exactly this format, the tids and CPUs the program sees
 n=$((NCPU + 2))
 want=($(plan_cpus $((n + 1))))
+masks=($(plan_masks $((n + 1))))
 out=$(BOBOX_PIN_VERBOSE=1 LD_PRELOAD=$PIN "$P" $n 2>"$TMP/err") || fail "verbose: did not run"
 cat "$TMP/err"
-re='^bobox-pin: thread=([0-9]+) tid=([0-9]+) cpu=([0-9]+) core=(-?[0-9]+) package=(-?[0-9]+) node=(-?[0-9]+)$'
+# threads beyond the CPUs: bound wider, and said so (docs/pinning-oversubscription.md)
+re='^bobox-pin: thread=([0-9]+) tid=([0-9]+) cpu=([0-9]+) core=(-?[0-9]+) package=(-?[0-9]+) node=(-?[0-9]+)( cpus=([0-9,-]+) oversubscribed)?$'
 [ "$(grep -c '^bobox-pin: thread=' "$TMP/err")" -eq $((n + 1)) ] || fail "verbose: expected $((n + 1)) thread lines"
 [ "$(grep -c '^bobox-pin: pid=' "$TMP/err")" -eq 1 ] || fail "verbose: expected one banner"
+[ "$(grep -c '^bobox-pin: more threads than CPUs' "$TMP/err")" -eq 1 ] || fail "verbose: oversubscription not said once"
 while IFS= read -r line; do
     [[ $line =~ $re ]] || fail "verbose line format: '$line'"
     k=${BASH_REMATCH[1]} tid=${BASH_REMATCH[2]} cpu=${BASH_REMATCH[3]} core=${BASH_REMATCH[4]}
     [ "$cpu" = "${want[$k]}" ] || fail "verbose: thread $k cpu=$cpu, expected ${want[$k]}"
+    if [ "$k" -ge "$NCPU" ]; then
+        [ "${BASH_REMATCH[8]}" = "${masks[$k]}" ] || fail "verbose: thread $k should be oversubscribed on ${masks[$k]}: $line"
+    else
+        [ -z "${BASH_REMATCH[7]}" ] || fail "verbose: thread $k is not beyond the CPUs: $line"
+    fi
+    [ "$(value allowed "$(grep " thread=$k " <<<"$out")")" = "${masks[$k]}" ] || fail "verbose: thread $k not bound to ${masks[$k]}"
     grep -q "thread=$k tid=$tid " <<<"$out" || fail "verbose: thread $k tid $tid is not the program's"
     [ "$core" = "$(cat /sys/devices/system/cpu/cpu$cpu/topology/core_id)" ] || fail "verbose: core id of CPU $cpu"
 done < <(grep '^bobox-pin: thread=' "$TMP/err")
@@ -47,9 +56,9 @@ check_unpinned "$out"
 # skip mask: threads 1 and 3 left alone (the whole set), the others take the plan in turn
 out=$(BOBOX_PIN_SKIP=0xa BOBOX_PIN_VERBOSE=1 LD_PRELOAD=$PIN "$P" 5 2>"$TMP/err") || fail "skip: did not run"
 echo "$out"
-want=($(plan_cpus 6 --skip=0xa))
+want=($(plan_masks 6 --skip=0xa))
 [ "${want[1]} ${want[3]}" = "skip skip" ] || fail "bobox-run --plan does not show the skipped threads"
-plan=($(plan_cpus 4))
+plan=($(plan_masks 4))
 for k in 0 2 4 5; do
     line=$(grep " thread=$k " <<<"$out")
     [ "$(value allowed "$line")" = "${want[$k]}" ] || fail "skip: thread $k on $(value allowed "$line"), want ${want[$k]}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Process trees: the processes a pinned program starts (fork without exec, posix_spawn, a
-# shell's background jobs) spread over the plan, each place taken by as many of them as any
-# other, instead of each process starting again at the first place (which put a forking
+# shell's background jobs) spread over the plan, each place taken by one of them before the rest
+# are bound wider (oversubscription), instead of each process starting again at the first place (which put a forking
 # server or `make -j` on one CPU). A child takes the place of the thread that started it while
 # that thread holds it, and gives it back when it ends; the place of a process killed by a
 # signal is reclaimed by the survivors; an exec'd process reuses the tree's order rather than
@@ -16,25 +16,31 @@ plan=($(plan_cpus "$NCPU"))
 trees() { ls /dev/shm 2>/dev/null | grep '^bobox-pin\.' | sort || true; }
 before=$(trees)
 
-# per_cpu LINES: "count" for each place of the plan, in plan order; fails on a line not pinned
-# to one CPU of the plan
+wide=" $(plan_masks $((2 * NCPU)) | cut -d' ' -f$((NCPU + 1))-) " # beyond the CPUs: bound wider
+
+# per_cpu LINES: "count" for each place of the plan, in plan order, then the number of processes
+# that found every place taken and were bound wider (docs/pinning-oversubscription.md); fails on
+# a line pinned to neither
 per_cpu() {
-    local line a i; local -a n
+    local line a i w=0; local -a n
     for ((i = 0; i < NCPU; i++)); do n[i]=0; done
     while IFS= read -r line; do
         [ -n "$line" ] || continue
         a=$(value allowed "$line")
         for ((i = 0; i < NCPU; i++)); do [ "$a" = "${plan[i]}" ] && break; done
-        [ $i -lt $NCPU ] || fail "not pinned to one CPU of the plan (${plan[*]}): $line"
-        n[i]=$((n[i] + 1))
+        if [ $i -lt $NCPU ]; then n[i]=$((n[i] + 1))
+        elif [[ $wide == *" $a "* ]]; then w=$((w + 1))
+        else fail "not pinned to one CPU of the plan (${plan[*]}) nor oversubscribed ($wide): $line"; fi
     done <<<"$1"
-    echo "${n[*]}"
+    echo "${n[*]} $w"
 }
-# check_spread WHAT LINES: every place holds the same number of them
+# check_spread WHAT LINES: every place holds one of them, the rest are bound wider
 check_spread() {
     local counts; counts=$(per_cpu "$2")
-    echo "$1: per place of the plan (${plan[*]}): $counts"
-    [ "$(tr ' ' '\n' <<<"$counts" | sort -u | wc -l)" -eq 1 ] || fail "$1: not spread evenly over the plan"
+    echo "$1: per place of the plan (${plan[*]}), then oversubscribed: $counts"
+    local -a c=($counts)
+    [ "$(printf '%s\n' "${c[@]:0:NCPU}" | sort -u)" = 1 ] || fail "$1: not one per place of the plan"
+    [ "${c[NCPU]}" -eq $(($(grep -c . <<<"$2") - NCPU)) ] || fail "$1: the others are not bound wider"
 }
 
 n=$((2 * NCPU))

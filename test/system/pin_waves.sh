@@ -7,7 +7,7 @@ source "$BOBOX_ROOT/test/pin/lib.sh"
 need "$PROGS/pin_threads"
 [ "$NCPU" -ge 2 ] || skip "one CPU: every order is the same"
 w=$((NCPU + 1))   # a wave wraps around the order, and does not divide it evenly
-want=$(plan_cpus $((w + 1)))
+want=$(plan_masks $((w + 1)))
 
 for how in return --exit; do
     opt=; [ "$how" = return ] || opt=$how

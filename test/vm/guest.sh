@@ -58,6 +58,14 @@ if [ -z "$why" ]; then pass "places-numa-domains"; else fail "places-numa-domain
 
 # node placement of the allocator's memory
 run_checks numa $B/bobox-run -- $T/vm_numa
+# the policy of large objects (BOBOX_MEM), page by page: 4 KB pages, so that interleave alternates
+if [ -d /sys/devices/system/node/node1 ]; then
+    for mem in interleave bind:1; do
+        run_checks "mem-$mem" env BOBOX_THP=never $B/bobox-run --mem=$mem -- $T/vm_numa --mem=$mem
+    done
+else
+    echo "VMTEST SKIP mem-policy: the guest has one NUMA node"
+fi
 
 [ "$suite" = full ] || [ "$suite" = real ] || exit 0
 

@@ -11,11 +11,39 @@
 static struct vm_topo topo;
 static pthread_barrier_t all_started;
 static int mask_cpu[4096], run_cpu[4096], mask_count[4096];
+static cpu_set_t mask[4096];
+
+/* "0-3,8" */
+static void format_set(const cpu_set_t *set, char *buf, size_t len)
+{
+    size_t pos = 0;
+    buf[0] = '\0';
+    for (int c = 0; c < VM_MAX_CPUS && pos + 16 < len; c++) {
+        if (!CPU_ISSET(c, set))
+            continue;
+        int e = c;
+        while (e + 1 < VM_MAX_CPUS && CPU_ISSET(e + 1, set))
+            e++;
+        pos += (size_t)(e > c ? snprintf(buf + pos, len - pos, "%s%d-%d", pos ? "," : "", c, e)
+                              : snprintf(buf + pos, len - pos, "%s%d", pos ? "," : "", c));
+        c = e;
+    }
+}
+
+/* The CPUs of node `node`, as the kernel lists them. */
+static void node_cpus(int node, cpu_set_t *set)
+{
+    CPU_ZERO(set);
+    for (int c = 0; c < VM_MAX_CPUS; c++)
+        if (topo.cpu[c].online && topo.cpu[c].node == node)
+            CPU_SET(c, set);
+}
 
 static void record(int k)
 {
     cpu_set_t set;
     mask_count[k] = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+    mask[k] = set;
     mask_cpu[k] = vm_first(&set);
     for (int i = 0; i < 3; i++) /* a thread moved by its pinning may still be on its old CPU once */
         sched_yield();
@@ -29,7 +57,8 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static int read_plan(const char *path, int *cpu, int n)
+/* The plan's CPU of each thread, and what it is bound to (its "bound to" column, or its CPU). */
+static int read_plan(const char *path, int *cpu, char (*bound)[64], int n)
 {
     FILE *f = fopen(path, "r");
     char line[512];
@@ -38,8 +67,15 @@ static int read_plan(const char *path, int *cpu, int n)
         return -1;
     while (fgets(line, sizeof line, f)) {
         int k, c;
-        if (sscanf(line, "%d %d", &k, &c) == 2 && k == got && got < n)
+        if (sscanf(line, "%d %d", &k, &c) == 2 && k == got && got < n) {
+            /* thread cpu core_id package node sibling L2 L3 kind [bound to] */
+            char *tok[12], *save = NULL;
+            int nt = 0;
+            for (char *t = strtok_r(line, " \t\n", &save); t && nt < 12; t = strtok_r(NULL, " \t\n", &save))
+                tok[nt++] = t;
+            snprintf(bound[got], sizeof bound[got], "%s", nt == 10 ? tok[9] : tok[1]);
             cpu[got++] = c;
+        }
     }
     fclose(f);
     return got;
@@ -79,23 +115,41 @@ int main(int argc, char **argv)
     for (int k = 1; k < n; k++)
         pthread_join(th[k], NULL);
 
-    /* every thread: one CPU in its mask, and running there */
+    /* every thread up to the CPU count: one CPU in its mask, and running there; those beyond
+     * it (oversubscription): the CPUs of the node of the CPU the plan gives them, and running
+     * on one of them */
+    static int plan[4096];
+    static char bound[4096][64];
+    int np = read_plan(argv[2], plan, bound, n);
     char why[1024] = "";
-    for (int k = 0; k < n && !why[0]; k++)
-        if (mask_count[k] != 1 || run_cpu[k] != mask_cpu[k])
-            snprintf(why, sizeof why, "thread %d: %d CPUs in its mask (first %d), runs on %d", k, mask_count[k],
-                     mask_cpu[k], run_cpu[k]);
+    for (int k = 0; k < n && !why[0]; k++) {
+        if (k < topo.ncpus) {
+            if (mask_count[k] != 1 || run_cpu[k] != mask_cpu[k])
+                snprintf(why, sizeof why, "thread %d: %d CPUs in its mask (first %d), runs on %d", k, mask_count[k],
+                         mask_cpu[k], run_cpu[k]);
+            continue;
+        }
+        cpu_set_t want;
+        char got[256], exp[256];
+        node_cpus(k < np && plan[k] >= 0 && plan[k] < VM_MAX_CPUS ? topo.cpu[plan[k]].node : -1, &want);
+        format_set(&mask[k], got, sizeof got);
+        format_set(&want, exp, sizeof exp);
+        if (!CPU_EQUAL(&mask[k], &want) || run_cpu[k] < 0 || !CPU_ISSET(run_cpu[k], &mask[k]))
+            snprintf(why, sizeof why, "thread %d beyond the %d CPUs: mask %s, want its node's CPUs %s; runs on %d", k,
+                     topo.ncpus, got, exp, run_cpu[k]);
+    }
     vm_result(!why[0], compact ? "compact-affinity-one-cpu" : "affinity-one-cpu", "%s", why);
 
     /* the plan bobox-run printed is the one the shim applied */
-    static int plan[4096];
-    int np = read_plan(argv[2], plan, n);
     why[0] = '\0';
     if (np != n)
         snprintf(why, sizeof why, "bobox-run --plan listed %d of %d threads", np, n);
-    for (int k = 0; k < n && !why[0]; k++)
-        if (plan[k] != mask_cpu[k])
-            snprintf(why, sizeof why, "thread %d: plan says CPU %d, the shim pinned it to %d", k, plan[k], mask_cpu[k]);
+    for (int k = 0; k < n && !why[0]; k++) {
+        char got[256];
+        format_set(&mask[k], got, sizeof got);
+        if (strcmp(bound[k], got))
+            snprintf(why, sizeof why, "thread %d: plan says %s, the shim bound it to %s", k, bound[k], got);
+    }
     vm_result(!why[0], compact ? "compact-plan-matches-shim" : "plan-matches-shim", "%s", why);
 
     if (compact) {
@@ -152,10 +206,13 @@ int main(int argc, char **argv)
             in_pkg[me->package]++, in_node[me->node]++;
         }
     }
-    for (int k = topo.ncpus; k < n && !why[0]; k++)
-        if (mask_cpu[k] != mask_cpu[k - topo.ncpus])
-            snprintf(why, sizeof why, "thread %d on CPU %d, thread %d on %d: no wrap-around", k, mask_cpu[k],
+    for (int k = topo.ncpus; k < n && !why[0]; k++) {
+        cpu_set_t want; /* wrapping around: the node of the CPU of thread k - ncpus */
+        node_cpus(topo.cpu[mask_cpu[k - topo.ncpus]].node, &want);
+        if (!CPU_EQUAL(&mask[k], &want))
+            snprintf(why, sizeof why, "thread %d not bound to the node of thread %d's CPU %d: no wrap-around", k,
                      k - topo.ncpus, mask_cpu[k - topo.ncpus]);
+    }
     vm_result(!why[0], "scatter-follows-kernel-tree", "%s", why);
     return vm_failures ? 1 : 0;
 }

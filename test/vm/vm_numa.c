@@ -8,7 +8,12 @@
  *   handback       everything freed into the caches, the threads exit; new threads, each moved
  *                  to another node than its predecessor, allocate: caches and adopted heaps must
  *                  hand them memory of their own node
- * Also: every thread is pinned to one CPU and the threads cover every node. */
+ * Also: every thread is pinned to one CPU and the threads cover every node.
+ *
+ * vm_numa --mem=interleave|bind:N (under bobox-run --mem=the same, BOBOX_THP=never): the pages of
+ * a large object follow that policy (interleave: each page on the node after its predecessor's,
+ * every node used; bind:N: all on node N), while small and medium objects stay on the node of the
+ * allocating thread. */
 #include "vm_sys.h"
 
 #include <errno.h>
@@ -229,11 +234,100 @@ static void *wave2(void *arg)
     return NULL;
 }
 
-int main(void)
+/* The node of each page of [p, p + size), into status (at most 4096 pages). */
+static long page_nodes(void *p, size_t size, int *status)
+{
+    static void *pages[4096];
+    long np = 0;
+    for (uintptr_t a = (uintptr_t)p & ~(PAGE - 1); a < (uintptr_t)p + size && np < 4096; a += PAGE)
+        pages[np++] = (void *)a;
+    if (syscall(SYS_move_pages, 0, (unsigned long)np, pages, NULL, status, 0) != 0)
+        return -1;
+    return np;
+}
+
+static int mem_policy_check(const char *policy)
+{
+    static int status[4096];
+    int bind_node = -1, own = current_node(), nodes[64], nn = 0;
+    if (strcmp(policy, "interleave") && sscanf(policy, "bind:%d", &bind_node) != 1) {
+        fprintf(stderr, "vm_numa: --mem=interleave or --mem=bind:N\n");
+        return 2;
+    }
+    for (int node = 0; node < 62; node++) /* the nodes that have CPUs (and, in QEMU, memory) */
+        for (int c = 0; c < VM_MAX_CPUS; c++)
+            if (topo.cpu[c].online && topo.cpu[c].node == node) {
+                nodes[nn++] = node;
+                break;
+            }
+    char name[64], why[300] = "";
+    snprintf(name, sizeof name, "mem-%s-large", policy);
+    size_t size = 8 << 20; /* 2048 pages */
+    char *large = malloc(size);
+    if (!large) {
+        vm_result(0, name, "malloc failed");
+        return 1;
+    }
+    memset(large, 1, size);
+    long np = page_nodes(large, size, status), seen = 0;
+    if (np <= 0)
+        snprintf(why, sizeof why, "move_pages failed: %s", strerror(errno));
+    for (long i = 0; i < np && !why[0]; i++) {
+        int want = bind_node;
+        if (bind_node < 0 && i > 0) { /* interleave: the next node after the previous page's */
+            int k = 0;
+            while (k < nn && nodes[k] != status[i - 1])
+                k++;
+            want = nodes[(k + 1) % nn];
+        }
+        if (want >= 0 && status[i] != want)
+            snprintf(why, sizeof why, "page %ld of %ld on node %d, want %d (%s)", i, np, status[i], want,
+                     policy_of(large + i * PAGE));
+        for (int k = 0; k < nn; k++)
+            if (status[i] == nodes[k])
+                seen |= 1L << k;
+    }
+    if (!why[0] && bind_node < 0 && seen != (1L << nn) - 1)
+        snprintf(why, sizeof why, "the pages use %d of %d nodes", __builtin_popcountl((unsigned long)seen), nn);
+    if (why[0])
+        vm_result(0, name, "%s", why);
+    else
+        vm_result(1, name, "%ld pages as the policy says", np);
+    free(large);
+
+    /* small and medium objects: on the node of the thread, whatever the policy */
+    why[0] = '\0';
+    for (int k = 0; k < 2 && !why[0]; k++) {
+        void *obj[256];
+        for (int i = 0; i < kinds[k].count; i++)
+            memset(obj[i] = malloc(kinds[k].size), 2, kinds[k].size);
+        for (int i = 0; i < kinds[k].count && !why[0]; i++) {
+            long n = page_nodes(obj[i], kinds[k].size, status);
+            for (long j = 0; j < n && !why[0]; j++)
+                if (status[j] != own)
+                    snprintf(why, sizeof why, "a %s object's page on node %d, the thread's node is %d", kinds[k].name,
+                             status[j], own);
+        }
+        for (int i = 0; i < kinds[k].count; i++)
+            free(obj[i]);
+    }
+    snprintf(name, sizeof name, "mem-%s-small-medium", policy);
+    vm_result(!why[0], name, "%s", why[0] ? why : "on the thread's node");
+    return vm_failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
 {
     if (vm_read_topo(&topo) != 0) {
         vm_result(0, "numa-topology", "cannot read /sys");
         return 1;
+    }
+    if (argc == 2 && !strncmp(argv[1], "--mem=", 6)) {
+        if (topo.nnodes < 2) {
+            vm_skip("mem-policy", "the guest has one NUMA node");
+            return 0;
+        }
+        return mem_policy_check(argv[1] + 6);
     }
     if (topo.nnodes < 2) {
         vm_skip("numa-placement", "the guest has one NUMA node");
