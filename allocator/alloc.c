@@ -71,13 +71,14 @@ void *bx_alloc_unchecked(size_t size) {
 void *bx_alloc_checked(size_t alignment, size_t size) { return bx_checked_alloc(alignment, size, BX_FORM_MALLOC); }
 
 void *bx_malloc_slow(size_t size) {
+    if (size > BX_SMALL_MAX) bx_tls_alloc.sample_left -= (int64_t)size; /* the fast path counted the others */
+    if (BX_UNLIKELY(bx_tls_alloc.sample_left < 0)) {
+        void *p = bx_prof_due(size);
+        if (p) return p;
+    }
     if (size <= BX_SMALL_MAX) { /* the top chain is spent: the next one (the stand-in has none) */
         void *p = bx_bin_alloc_next(bx_tls_bin(size));
         if (BX_LIKELY(p != NULL)) return p;
-    }
-    if (BX_UNLIKELY(bx_prof_on)) { /* every malloc comes here while profiling (prof.h) */
-        void *p = bx_prof_malloc(size);
-        if (p) return p;
     }
     /* A medium size for a thread with a heap in the default mode: its bin, without the
      * layers below (they remain for everything else, and for running out of memory). */

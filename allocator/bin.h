@@ -88,8 +88,9 @@ bool bx_bin_check(const bx_bin_t *b);
  * malloc's, bx_bin_alloc_next first). The count is tested before the pop, so a spent top
  * (and the empty stack's stand-in, whose count is 0) never reaches its block. */
 static inline void *bx_bin_alloc_top(bx_bin_t *b) {
-    if (BX_UNLIKELY(b->chains.top.count == 0)) return NULL;
-    b->chains.top.count--;
+    int32_t left = (int32_t)b->chains.top.count - 1; /* counts stay far below 2^31 */
+    if (BX_UNLIKELY(left < 0)) return NULL;
+    b->chains.top.count = (uint32_t)left;
     b->allocs++;
     return bx_block_pop(b->chains.top.block);
 }

@@ -25,15 +25,17 @@ static inline void bx_ensure_init(void) {
 /* The bin of a small size that malloc's fast path takes from. Relaxed atomic: a release
  * request rewrites the table from another thread (a plain move on x86). */
 static inline bx_bin_t *bx_tls_bin(size_t size) {
-    return __atomic_load_n(&bx_tls_bin_for[(size + 15) >> 4], __ATOMIC_RELAXED);
+    return __atomic_load_n(&bx_tls_alloc.bin_for[(size + 15) >> 4], __ATOMIC_RELAXED);
 }
 
 /* The hot path: a small size, from the bin the thread's table names (a stand-in with an
  * empty stack when the thread has no heap, in checked mode, or when another thread asked it
  * to release memory), so that any of those fails into the slow path; so does a spent top
- * chain (bx_malloc_slow takes the next one first). */
+ * chain (bx_malloc_slow takes the next one first), and a sample due. */
 static inline void *bx_alloc_fast(size_t size) {
     if (BX_UNLIKELY(size > BX_SMALL_MAX)) return NULL;
+    /* The heap profiler's countdown: one subtraction (bx_malloc_slow counts larger sizes). */
+    if (BX_UNLIKELY((bx_tls_alloc.sample_left -= (int64_t)size) < 0)) return NULL;
     return bx_bin_alloc_top(bx_tls_bin(size));
 }
 

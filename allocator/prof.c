@@ -56,9 +56,7 @@ static unsigned dump_seq;
 static size_t next_peak;                      /* dump when the mapped peak reaches this */
 static uintptr_t self_lo, self_hi;            /* our own code: frames skipped at the top */
 static volatile sig_atomic_t dump_pending;    /* a signal found the lock taken */
-BX_TLS int64_t bx_prof_left;
 BX_TLS bool bx_prof_busy;
-static BX_TLS bool tls_started;
 static BX_TLS uint64_t tls_rng;
 
 /* ---- sampling intervals --------------------------------------------------------------- */
@@ -371,13 +369,15 @@ static void unlock_and_catch_up(void) {
 
 /* ---- sampling ------------------------------------------------------------------------ */
 
-BX_NOINLINE void *bx_prof_sample(size_t size) {
-    if (!tls_started) { /* a thread's first call draws its first interval, then counts */
-        tls_started = true;
-        bx_prof_left = next_interval() - (int64_t)size;
-        if (bx_prof_left > 0) return NULL;
+int64_t bx_prof_first_interval(void) { return bx_prof_on ? next_interval() : INT64_MAX; }
+
+BX_NOINLINE void *bx_prof_due(size_t size) {
+    if (!bx_prof_on) {
+        bx_tls_alloc.sample_left = INT64_MAX;
+        return NULL;
     }
-    bx_prof_left = next_interval();
+    if (bx_prof_busy) return NULL; /* the profiler's own malloc: the sample waits for the next */
+    bx_tls_alloc.sample_left = next_interval();
     bx_prof_busy = true;
     uintptr_t pcs[MAX_FRAMES];
     int depth = collect_stack(pcs);

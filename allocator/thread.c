@@ -15,7 +15,7 @@
 BX_TLS bx_heap_t *bx_tls_heap;
 BX_TLS bx_heap_t *bx_tls_fast;
 static bx_bin_t *bin_for_none[BX_SMALL_STEPS] = {[0 ... BX_SMALL_STEPS - 1] = &bx_heap_bin_none};
-BX_TLS bx_bin_t **bx_tls_bin_for = bin_for_none;
+BX_TLS bx_tls_alloc_t bx_tls_alloc = {bin_for_none, INT64_MAX};
 static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
 
 static bx_lock_t registry_lock = BX_LOCK_INIT; /* every heap list and the abandoned list */
@@ -96,7 +96,7 @@ static void drain_pile(bx_remote_t *r) {
 static void thread_exit(void *arg) {
     bx_heap_t *h = arg;
     bx_tls_heap = bx_tls_fast = NULL;
-    bx_tls_bin_for = bin_for_none;
+    bx_tls_alloc.bin_for = bin_for_none;
     tls_torn_down = true; /* later mallocs of this thread go to the orphan heap */
     if (!h || h->state != BX_HEAP_LIVE) return;
     bx_retention_release_heap(h, BX_RELEASE_THREAD_EXIT);
@@ -135,7 +135,8 @@ bx_heap_t *bx_thread_acquire(void) {
     bx_tls_heap = h;
     if (!bx_options.check) {
         bx_tls_fast = h;
-        if (!bx_prof_on) bx_tls_bin_for = h->bin_for; /* profiling: malloc's table stays at the stand-in */
+        bx_tls_alloc.bin_for = h->bin_for;
+        bx_tls_alloc.sample_left = bx_prof_first_interval();
     }
     /* May allocate (keys past the first 32): this thread already has its heap. */
     pthread_setspecific(exit_key, h);

@@ -17,12 +17,19 @@ extern BX_TLS bx_heap_t *bx_tls_heap;
 /* The heap the inline fast path of free uses: the thread's heap, or NULL in checked mode,
  * so that every call takes the checked slow path at no cost to the default. */
 extern BX_TLS bx_heap_t *bx_tls_fast;
-/* The table malloc's inline fast path finds its bin in, by 16-byte step: the thread's
- * heap's, or one whose entries all name bx_heap_bin_none (no heap yet, after the thread's
- * teardown, checked mode), so that every allocation from it fails into the slow path and
- * the fast path tests no heap pointer. A table per heap, not one shared table of offsets:
- * the thread's pointer is its base, so a step's bin is one load. */
-extern BX_TLS bx_bin_t **bx_tls_bin_for;
+/* What malloc's inline fast path reads of its thread, in one block (one address to load).
+ * bin_for: the table it finds its bin in, by 16-byte step: the thread's heap's, or one whose
+ * entries all name bx_heap_bin_none (no heap yet, after the thread's teardown, checked
+ * mode), so that every allocation from it fails into the slow path and the fast path tests
+ * no heap pointer. A table per heap, not one shared table of offsets: the thread's pointer
+ * is its base, so a step's bin is one load.
+ * sample_left: bytes the thread may allocate before the heap profiler's next sample (prof.h);
+ * INT64_MAX when it is off. Every malloc subtracts its size; below zero, the slow path. */
+typedef struct {
+    bx_bin_t **bin_for;
+    int64_t sample_left;
+} bx_tls_alloc_t;
+extern BX_TLS bx_tls_alloc_t bx_tls_alloc;
 
 void bx_thread_global_init(void);
 /* Registers the fork handlers; may allocate, so it runs once the allocator works. */
