@@ -7,7 +7,8 @@ static uint32_t div_magic_for(uint32_t size) { return (uint32_t)((((uint64_t)1) 
 
 void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_remote *home, struct bx_bin *owner_bin, unsigned bin,
                    uint32_t size) {
-    b->free = NULL;
+    b->free = BX_FREE_END;
+    b->kept = NULL;
     b->carved = b->slot_limit = 0;
     b->shared_slot_limit = 0;
     b->heap = heap;
@@ -39,12 +40,27 @@ bool bx_block_check_free_object(const bx_block_t *b, const void *obj) {
     return bx_block_of(obj) == b && bx_block_is_slot(b, obj) && bx_object_is_free(obj, bx_block_key(b));
 }
 
+__attribute__((force_align_arg_pointer)) void bx_block_corrupt(const bx_block_t *b) {
+    if (b->free == BX_FREE_KEPT)
+        bx_fatalf("malloc(): corrupted free list at %p (an object another thread owns, kept by this one): the free object "
+                  "there was written after it was freed",
+                  b->kept);
+    if (b->free >= BX_BLOCK_HEADER)
+        bx_fatalf("malloc(): corrupted free list at %p (block %p): the free object there was written after it was freed",
+                  (const void *)((const char *)b + b->free), (const void *)b);
+    bx_fatalf("malloc(): corrupted free list in block %p: a free object was written after it was freed",
+              (const void *)b);
+}
+
 bool bx_block_check(const bx_block_t *b) {
     if (!bx_block_check_header(b)) return false;
     if (b->carved != bx_block_slot_limit(b) / bx_block_slot_step(b) * b->size) return false;
     uint32_t listed = 0;
-    for (const void *obj = b->free; obj; obj = bx_link_get(obj))
-        if (++listed > b->capacity || !bx_block_check_free_object(b, obj)) return false;
+    /* Each offset is checked before the object at it is read. */
+    for (uintptr_t off = b->free; off != BX_FREE_END; off = *(const uintptr_t *)((const char *)b + off) ^ bx_link_secret)
+        if (++listed > b->capacity || (off & BX_FREE_LINK_BAD) ||
+            !bx_block_check_free_object(b, (const char *)b + off))
+            return false;
     /* Objects on their way back from other threads still count as used. */
     uint32_t never_used =
         (uint32_t)((size_t)(bx_block_first((bx_block_t *)b) + (size_t)b->capacity * b->size - bx_block_bump(b)) /

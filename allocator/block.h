@@ -3,10 +3,18 @@
  * Blocks start at multiples of 64 KB, so the header of an object's block is found by
  * masking the object's address: no per-object header. A block keeps a LIFO list of its
  * free objects plus a bump pointer to the first object never handed out, so a fresh
- * block needs no list built up front. */
+ * block needs no list built up front.
+ *
+ * The list is kept as offsets within the block: the header holds the first free object's,
+ * each free object the next one's, mangled (secret.h). An offset is all a 16-bit store of
+ * the object's address writes, and a link that a write after free changed is caught when
+ * malloc decodes it, with one test: the offset of a slot is below 64 KB and a multiple of
+ * 16, and the secret's top bits turn anything written over the link into a value that is
+ * not (bx_block_pop). A keep block (keep.h) lists objects of other blocks: by address. */
 #ifndef BX_BLOCK_H
 #define BX_BLOCK_H
 
+#include "pagemap.h"
 #include "secret.h"
 
 struct bx_heap;
@@ -33,7 +41,9 @@ enum bx_block_list {
  * core that frees into the block: in one line, `server` took 10% longer with two threads. */
 typedef struct bx_block {
     /* Written by the owner on every malloc and free of the block. */
-    void *free;                   /* free objects, linked through their first word (mangled) */
+    uint16_t free;                /* offset of the first free object, BX_FREE_END if none;
+                                  * BX_FREE_KEPT in a keep block (its list is `kept`) */
+    uint8_t unused_[6];           /* where a cached block's link goes (blockcache.c) */
     uint32_t carved;              /* bytes of slots from the first one that were handed out at
                                   * least once: the rest were never used (a bump allocation);
                                   * the owner's alone (others test slot_limit) */
@@ -44,6 +54,7 @@ typedef struct bx_block {
     uint16_t chain_refs;          /* chain records naming this block */
     uint8_t list;                 /* enum bx_block_list */
     struct bx_block *prev, *next; /* links of the list named by `list` */
+    void *kept;                   /* a keep block's free objects, by mangled address */
     /* Written when the block is formatted. */
     struct bx_heap *heap __attribute__((aligned(64))); /* owner; other threads' frees go to
                                   * its remote list */
@@ -60,6 +71,14 @@ typedef struct bx_block {
 } bx_block_t;
 
 BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_HEADER, "block header must fit in BX_BLOCK_HEADER");
+BX_STATIC_ASSERT(offsetof(bx_block_t, kept) < 64, "the fast paths' fields share the first line");
+
+/* Values of `free` that are no slot's offset (slots start at BX_BLOCK_HEADER). */
+#define BX_FREE_END 0  /* no free object listed: the next one is cut at the bump pointer */
+#define BX_FREE_KEPT 1 /* a keep block: its objects are on `kept` */
+/* Bits that no decoded link of a block's list has: offsets are below 64 KB, multiples of 16. */
+#define BX_FREE_LINK_BAD (~(uintptr_t)0xfff0)
+BX_STATIC_ASSERT(BX_BLOCK_SIZE == 1u << 16 && BX_ALIGNMENT == 16, "a link is an offset of a 16-byte slot");
 
 /* The empty chain stack's block (chainstack.h): no free object, and no owner. */
 extern bx_block_t bx_block_none __attribute__((visibility("hidden")));
@@ -166,36 +185,90 @@ static inline bool bx_object_plain_live(const void *obj, uintptr_t key) { return
  * a program copies out of bytes it never wrote no longer reads as a free object. */
 static inline uintptr_t bx_block_key(const bx_block_t *b) { return b->free_key; }
 
+/* The address at offset `off` of block b. One lea on x86: the compiler's mov and add cost
+ * malloc's fast path an instruction. */
+static inline char *bx_block_at(const bx_block_t *b, uintptr_t off) {
+#if defined(__x86_64__)
+    char *at;
+    __asm__("lea (%1,%2),%0" : "=r"(at) : "r"(b), "r"(off));
+    return at;
+#else
+    return (char *)b + off;
+#endif
+}
+
+/* A decoded link that no slot has (a write after free changed it), or a header offset at the
+ * head of the list: aborts, naming the object whose link it was (the head, not yet taken). */
+__attribute__((noreturn, cold)) void bx_block_corrupt(const bx_block_t *b);
+/* The same, reached from bx_block_pop by a jump: a call, even one that never returns, costs
+ * malloc's fast path a stack frame. bx_block_corrupt realigns the stack itself. */
+static inline __attribute__((always_inline, noreturn)) void bx_block_corrupt_jump(const bx_block_t *b) {
+#if defined(__x86_64__)
+    __asm__ volatile("jmp bx_block_corrupt" : : "D"(b));
+    __builtin_unreachable();
+#else
+    bx_block_corrupt(b);
+#endif
+}
+
+/* Whether obj, decoded from a kept object's link (a keep block lists objects of other
+ * blocks), is a free object of keep block k's size: a carved slot of a formatted small block,
+ * marked free with its key. Nothing is read through obj before the pagemap says its chunk is
+ * a small block of ours. Inline: a call on malloc's path costs its fast path a stack frame. */
+static inline bool bx_kept_link_ok(const bx_block_t *k, const void *obj) {
+    if ((uintptr_t)obj % BX_ALIGNMENT || (bx_pagemap_get(obj) & BX_TAG_MASK) != BX_TAG_SMALL) return false;
+    const bx_block_t *blk = bx_block_of(obj);
+    return blk->heap != BX_BLOCK_NO_OWNER && blk->heap != NULL && blk->size == k->size && bx_block_is_slot(blk, obj) &&
+           bx_object_is_free(obj, bx_block_key(blk));
+}
+
 /* Takes one free object; the caller knows one exists (a chain counts it), except for the
- * empty stack's stand-in block (chainstack.h), which gives NULL. */
+ * empty stack's stand-in block (chainstack.h), which gives NULL. The check of the link costs
+ * one test: a wild link never becomes the head, and a head below the first slot (the end,
+ * a keep block, or a header offset that a corrupted link can decode to) takes the slow branch. */
 static inline void *bx_block_pop(bx_block_t *b) {
-    void *obj = b->free;
-    if (BX_LIKELY(obj != NULL)) {
-        void *next = bx_link_get(obj);
-        b->free = next;
+    uint32_t off = b->free;
+    char *obj;
+    if (BX_LIKELY(off >= BX_BLOCK_HEADER)) {
+        obj = bx_block_at(b, off);
+        uintptr_t next = *(const uintptr_t *)obj ^ bx_link_secret;
+        if (BX_UNLIKELY(next & BX_FREE_LINK_BAD)) bx_block_corrupt_jump(b);
+        b->free = (uint16_t)next;
         /* The next malloc reads next's link: fetch its line now, while the program works
          * (perf: 3/4 of malloc's time in `pipeline` was that load missing). */
-        __builtin_prefetch(next);
-    } else {
+        __builtin_prefetch((char *)b + next);
+    } else if (off == BX_FREE_END) {
         if (BX_UNLIKELY(b == &bx_block_none)) return NULL;
         obj = bx_block_bump(b);
         b->carved += b->size;
         __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
+    } else if (BX_LIKELY(off == BX_FREE_KEPT)) {
+        obj = (char *)b->kept;
+        void *next = bx_link_get(obj);
+        if (BX_UNLIKELY(next && !bx_kept_link_ok(b, next))) bx_block_corrupt_jump(b);
+        b->kept = next;
+    } else {
+        bx_block_corrupt_jump(b);
     }
     ((uintptr_t *)obj)[1] = 0;
     b->used++;
     return obj;
 }
 
-/* Pushes obj, marked with `key`: its own block's (a keep block lists other blocks' objects). */
-static inline void bx_block_push_keyed(bx_block_t *b, void *obj, uintptr_t key) {
-    bx_link_set(obj, b->free);
+/* Pushes obj, one of b's slots, marked free with b's key. */
+static inline void bx_block_push(bx_block_t *b, void *obj) {
+    uintptr_t key = bx_block_key(b); /* read before the link store, which could alias it */
+    *(uintptr_t *)obj = b->free ^ bx_link_secret;
     ((uintptr_t *)obj)[1] = key;
-    b->free = obj;
+    b->free = (uint16_t)(uintptr_t)obj; /* its offset: blocks are 64 KB aligned */
     b->used--;
 }
-static inline void bx_block_push(bx_block_t *b, void *obj) {
-    bx_block_push_keyed(b, obj, bx_block_key(b)); /* read before the link store, which could alias it */
+/* Pushes obj, of block blk, onto keep block k, marked with `key` (blk's). */
+static inline void bx_block_push_keyed(bx_block_t *k, void *obj, uintptr_t key) {
+    bx_link_set(obj, k->kept);
+    ((uintptr_t *)obj)[1] = key;
+    k->kept = obj;
+    k->used--;
 }
 
 #endif

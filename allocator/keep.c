@@ -10,7 +10,10 @@ void bx_keep_init(bx_block_t *k, uint32_t size, unsigned bin) {
     k->bin = (uint8_t)bin;
     k->capacity = k->used = 0;
     k->list = BX_LIST_QUEUE; /* never on a block list */
+    k->free = BX_FREE_KEPT;  /* bx_block_pop takes from `kept` */
+    k->kept = NULL;
 }
+
 
 void bx_keep_enable(bx_block_t *k) {
     uint32_t limit = (uint32_t)(BX_KEEP_BYTES / k->size);
