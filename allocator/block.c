@@ -67,3 +67,27 @@ bool bx_block_check(const bx_block_t *b) {
                    b->size);
     return listed + never_used == bx_block_free_count(b);
 }
+
+bool bx_block_demote_head(bx_block_t *b, const void *obj) {
+    uint32_t off = (uint16_t)(uintptr_t)obj;
+    if (b->free != off || off < BX_BLOCK_HEADER) return false;
+    uintptr_t *head = (uintptr_t *)((char *)b + off);
+    uintptr_t next = *head ^ bx_link_secret;
+    if (next & BX_FREE_LINK_BAD) return false; /* left for the next malloc to report */
+    if (next != BX_FREE_END) {
+        if (next < BX_BLOCK_HEADER) return false;
+        uintptr_t *second = (uintptr_t *)((char *)b + next);
+        *head = *second; /* the second's link, still mangled */
+        *second = off ^ bx_link_secret;
+        b->free = (uint16_t)next;
+        return true;
+    }
+    if (b->carved + b->size > (uint32_t)b->capacity * b->size) return false;
+    uintptr_t *fresh = (uintptr_t *)bx_block_bump(b);
+    b->carved += b->size;
+    __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
+    fresh[0] = off ^ bx_link_secret;
+    fresh[1] = bx_block_key(b);
+    b->free = (uint16_t)(uintptr_t)fresh;
+    return true;
+}

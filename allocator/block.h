@@ -255,6 +255,13 @@ static inline void *bx_block_pop(bx_block_t *b) {
     return obj;
 }
 
+/* For b's owner, after freeing obj, now the head of b's list: moves it one place down, so
+ * that the next allocation from b takes another slot (realloc: a stale pointer to the old
+ * object does not alias the next object of its size). Chain records count a prefix of the
+ * list, so order within it is free; when obj is the only one listed, a slot never used goes
+ * first. False if b has no other free slot. */
+bool bx_block_demote_head(bx_block_t *b, const void *obj);
+
 /* Pushes obj, one of b's slots, marked free with b's key. */
 static inline void bx_block_push(bx_block_t *b, void *obj) {
     uintptr_t key = bx_block_key(b); /* read before the link store, which could alias it */

@@ -22,6 +22,8 @@ typedef struct bx_blockcache {
     uint32_t represented; /* distinct superblocks among them */
     uint32_t bound;       /* most superblocks represented */
     uint32_t max_blocks;  /* most blocks cached */
+    void *last_given;     /* the block cached last, while it heads the list: a medium
+                              * cache hands out another first (blockcache.c) */
     uint8_t active;       /* a block was taken since the last decay: a bit for the owner's
                               * tick, one for the reclaimer's pass */
     /* The owner takes it for every operation, uncontended but for the reclaimer, which
