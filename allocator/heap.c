@@ -126,6 +126,23 @@ static size_t drain_one(bx_heap_t *h, void *obj) {
 #define DRAIN_STEP 64
 #define DRAIN_AHEAD 8
 
+/* Whether obj, read from the link of an object on the remote list, is an object of h that
+ * another thread freed: a slot of one of its blocks or superblocks, marked free. A write
+ * after free can land on the link while the object is on its way; nothing is written
+ * through obj before this says yes. */
+static bool remote_link_ok(bx_heap_t *h, const void *obj) {
+    uintptr_t entry = bx_pagemap_get(obj);
+    if (bx_tag_of(entry) == BX_TAG_SMALL) {
+        const bx_block_t *blk = bx_block_of(obj);
+        return blk->heap == h && bx_block_is_own_slot(blk, obj) && bx_object_is_free(obj, bx_block_key(blk));
+    }
+    if (bx_tag_of(entry) != BX_TAG_MEDIUM) return false;
+    bx_superblock_t *sb = bx_span_of(entry);
+    uint32_t index = 0;
+    return sb->heap == h && bx_sb_object(sb, obj, &index) == obj && !bx_sb_live(sb, index) &&
+           bx_object_is_free(obj, sb->free_key);
+}
+
 void bx_heap_drain(bx_heap_t *h) {
     size_t bytes = 0;
     void *buf[DRAIN_STEP];
@@ -146,6 +163,10 @@ void bx_heap_drain(bx_heap_t *h) {
     void *obj = bx_remote_take(&h->remote);
     while (obj) {
         void *next = bx_link_get(obj);
+        if (BX_UNLIKELY(next && !remote_link_ok(h, next)))
+            bx_fatalf("malloc(): corrupted free list at %p (objects other threads freed): the free object there was "
+                      "written after it was freed",
+                      obj);
         bytes += drain_one(h, obj);
         obj = next;
     }

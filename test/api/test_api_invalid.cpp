@@ -227,6 +227,46 @@ TEST_CASE("a write after free of an object another thread freed aborts the owner
     a_free(p);
 }
 
+TEST_CASE("a write after free over a medium object's cache link aborts the malloc that would follow it",
+          "[api][invalid][corrupted]") {
+    if (foreign_allowed() || checked_mode()) return;
+    for (size_t at : {size_t(0), size_t(8)}) { // the link, and the word naming the superblock
+        INFO("byte " << at);
+        auto child = in_child([&] {
+            const size_t size = 200 << 10;
+            void *a = a_malloc(size), *b = a_malloc(size);
+            a_free(b);
+            a_free(a); // cached on top of b: its link names b
+            write_after_free(a, at, 0x5a);
+            for (int i = 0; i < 4; i++) a_malloc(size);
+            _exit(0);
+        });
+        INFO(child.second);
+        REQUIRE(child.first == SIGABRT);
+        REQUIRE(child.second.find("bobox: malloc(): corrupted free list at 0x") != std::string::npos);
+    }
+}
+
+TEST_CASE("a write after free of an object on its way back from another thread aborts the drain", "[api][invalid][corrupted]") {
+    if (foreign_allowed() || checked_mode()) return;
+    auto child = in_child([&] {
+        // More frees than the owner's inbox holds: the rest wait on a list linked through the
+        // objects themselves, and a stale pointer writes over the links.
+        std::vector<void *> objs(24000);
+        for (void *&p : objs) p = a_malloc(48);
+        std::thread([&objs] {
+            for (void *p : objs) a_free(p);
+            for (size_t i = 18000; i < objs.size(); i++) write_after_free(objs[i], 0, 0x5a);
+        }).join();
+        for (int i = 0; i < 100000; i++) a_malloc(48); // the owner drains on its way
+        _exit(0);
+    });
+    INFO(child.second);
+    REQUIRE(child.first == SIGABRT);
+    REQUIRE(child.second.find("bobox: malloc(): corrupted free list at 0x") != std::string::npos);
+    REQUIRE(child.second.find("(objects other threads freed)") != std::string::npos);
+}
+
 TEST_CASE("a write after free of an object kept by the thread that freed it aborts that thread's malloc",
           "[api][invalid][corrupted]") {
     if (foreign_allowed() || checked_mode()) return;
