@@ -64,6 +64,61 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
     std::free(mem);
 }
 
+TEST_CASE("block: the free list is kept as offsets, and a link written over fails the check", "[block]") {
+    void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
+    REQUIRE(mem != nullptr);
+    auto *blk = static_cast<bx_block_t *>(mem);
+    uint32_t size = bx_small_size[5];
+    bx_block_init(blk, fake_heap(), nullptr, nullptr, 5, size);
+    char *a = static_cast<char *>(bx_block_pop(blk));
+    char *b = static_cast<char *>(bx_block_pop(blk));
+    bx_block_push(blk, a);
+    bx_block_push(blk, b);
+    REQUIRE(blk->free == (uint16_t)(b - static_cast<char *>(mem)));
+    REQUIRE(((*reinterpret_cast<uintptr_t *>(b) ^ bx_link_secret) == (uintptr_t)(a - static_cast<char *>(mem))));
+    REQUIRE(bx_block_check(blk));
+    // Any byte but byte 1 (which moves the offset within the block) makes it no slot's offset.
+    for (int byte : {0, 2, 3, 4, 5, 6, 7}) {
+        uintptr_t saved = *reinterpret_cast<uintptr_t *>(b);
+        reinterpret_cast<unsigned char *>(b)[byte] ^= 0x5b;
+        INFO("byte " << byte);
+        REQUIRE(((*reinterpret_cast<uintptr_t *>(b) ^ bx_link_secret) & BX_FREE_LINK_BAD) != 0);
+        REQUIRE_FALSE(bx_block_check(blk));
+        *reinterpret_cast<uintptr_t *>(b) = saved;
+    }
+    REQUIRE(bx_block_check(blk));
+    std::free(mem);
+}
+
+TEST_CASE("block: demoting the head hands out another slot first, and keeps the list whole", "[block]") {
+    void *mem = std::aligned_alloc(BX_BLOCK_SIZE, BX_BLOCK_SIZE);
+    REQUIRE(mem != nullptr);
+    auto *blk = static_cast<bx_block_t *>(mem);
+    uint32_t size = bx_small_size[2];
+    bx_block_init(blk, fake_heap(), nullptr, nullptr, 2, size);
+    char *a = static_cast<char *>(bx_block_pop(blk));
+    char *b = static_cast<char *>(bx_block_pop(blk));
+    // The only one listed: a slot never used goes first.
+    bx_block_push(blk, a);
+    REQUIRE(bx_block_demote_head(blk, a));
+    REQUIRE(bx_block_check(blk));
+    char *fresh = static_cast<char *>(bx_block_pop(blk));
+    REQUIRE(fresh == b + size);
+    REQUIRE(bx_block_pop(blk) == a);
+    // With others listed: swapped with the second.
+    bx_block_push(blk, fresh);
+    bx_block_push(blk, b);
+    bx_block_push(blk, a);
+    REQUIRE(bx_block_demote_head(blk, a));
+    REQUIRE_FALSE(bx_block_demote_head(blk, a)); // no longer the head
+    REQUIRE(bx_block_check(blk));
+    REQUIRE(bx_block_free_count(blk) == blk->capacity);
+    REQUIRE(bx_block_pop(blk) == b);
+    REQUIRE(bx_block_pop(blk) == a);
+    REQUIRE(bx_block_pop(blk) == fresh);
+    std::free(mem);
+}
+
 TEST_CASE("block: a free record of one format is not free under the next", "[block]") {
     void *mem = std::aligned_alloc(BX_BLOCK_SIZE, 2 * BX_BLOCK_SIZE);
     REQUIRE(mem != nullptr);
