@@ -273,7 +273,7 @@ TEST_CASE("a write after free of an object kept by the thread that freed it abor
     const size_t size = 4080; // 16 to a block
     auto child = in_child([&] {
         void *p = a_malloc(size); // the owner's
-        std::thread([p, size] {
+        std::thread([=] {
             // This thread allocates the size (so it keeps other threads' objects of it) until its
             // chain runs out; p, freed then, is kept, and its next malloc takes the kept ones.
             std::vector<void *> mine;
