@@ -8,7 +8,6 @@ static uint32_t div_magic_for(uint32_t size) { return (uint32_t)((((uint64_t)1) 
 void bx_block_init(bx_block_t *b, struct bx_heap *heap, struct bx_remote *home, struct bx_bin *owner_bin, unsigned bin,
                    uint32_t size) {
     b->free = BX_FREE_END;
-    b->kept = NULL;
     b->carved = b->slot_limit = 0;
     b->shared_slot_limit = 0;
     b->heap = heap;
@@ -41,10 +40,6 @@ bool bx_block_check_free_object(const bx_block_t *b, const void *obj) {
 }
 
 __attribute__((force_align_arg_pointer)) void bx_block_corrupt(const bx_block_t *b) {
-    if (b->free == BX_FREE_KEPT)
-        bx_fatalf("malloc(): corrupted free list at %p (an object another thread owns, kept by this one): the free object "
-                  "there was written after it was freed",
-                  b->kept);
     if (b->free >= BX_BLOCK_HEADER)
         bx_fatalf("malloc(): corrupted free list at %p (block %p): the free object there was written after it was freed",
                   (const void *)((const char *)b + b->free), (const void *)b);

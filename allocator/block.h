@@ -10,11 +10,10 @@
  * the object's address writes, and a link that a write after free changed is caught when
  * malloc decodes it, with one test: the offset of a slot is below 64 KB and a multiple of
  * 16, and the secret's top bits turn anything written over the link into a value that is
- * not (bx_block_pop). A keep block (keep.h) lists objects of other blocks: by address. */
+ * not (bx_block_pop). A keep block (keep.h) holds objects of other blocks in an array. */
 #ifndef BX_BLOCK_H
 #define BX_BLOCK_H
 
-#include "pagemap.h"
 #include "secret.h"
 
 struct bx_heap;
@@ -42,7 +41,7 @@ enum bx_block_list {
 typedef struct bx_block {
     /* Written by the owner on every malloc and free of the block. */
     uint16_t free;                /* offset of the first free object, BX_FREE_END if none;
-                                  * BX_FREE_KEPT in a keep block (its list is `kept`) */
+                                  * BX_FREE_KEPT in a keep block (its objects are in `kept`) */
     uint8_t unused_[6];           /* where a cached block's link goes (blockcache.c) */
     uint32_t carved;              /* bytes of slots from the first one that were handed out at
                                   * least once: the rest were never used (a bump allocation);
@@ -54,7 +53,7 @@ typedef struct bx_block {
     uint16_t chain_refs;          /* chain records naming this block */
     uint8_t list;                 /* enum bx_block_list */
     struct bx_block *prev, *next; /* links of the list named by `list` */
-    void *kept;                   /* a keep block's free objects, by mangled address */
+    void **kept;                  /* a keep block's objects, `carved` of them (keep.h) */
     /* Written when the block is formatted. */
     struct bx_heap *heap __attribute__((aligned(64))); /* owner; other threads' frees go to
                                   * its remote list */
@@ -75,7 +74,7 @@ BX_STATIC_ASSERT(offsetof(bx_block_t, kept) < 64, "the fast paths' fields share 
 
 /* Values of `free` that are no slot's offset (slots start at BX_BLOCK_HEADER). */
 #define BX_FREE_END 0  /* no free object listed: the next one is cut at the bump pointer */
-#define BX_FREE_KEPT 1 /* a keep block: its objects are on `kept` */
+#define BX_FREE_KEPT 1 /* a keep block: its objects are in `kept` */
 /* Bits that no decoded link of a block's list has: offsets are below 64 KB, multiples of 16. */
 #define BX_FREE_LINK_BAD (~(uintptr_t)0xfff0)
 BX_STATIC_ASSERT(BX_BLOCK_SIZE == 1u << 16 && BX_ALIGNMENT == 16, "a link is an offset of a 16-byte slot");
@@ -211,17 +210,6 @@ static inline __attribute__((always_inline, noreturn)) void bx_block_corrupt_jum
 #endif
 }
 
-/* Whether obj, decoded from a kept object's link (a keep block lists objects of other
- * blocks), is a free object of keep block k's size: a carved slot of a formatted small block,
- * marked free with its key. Nothing is read through obj before the pagemap says its chunk is
- * a small block of ours. Inline: a call on malloc's path costs its fast path a stack frame. */
-static inline bool bx_kept_link_ok(const bx_block_t *k, const void *obj) {
-    if ((uintptr_t)obj % BX_ALIGNMENT || (bx_pagemap_get(obj) & BX_TAG_MASK) != BX_TAG_SMALL) return false;
-    const bx_block_t *blk = bx_block_of(obj);
-    return blk->heap != BX_BLOCK_NO_OWNER && blk->heap != NULL && blk->size == k->size && bx_block_is_slot(blk, obj) &&
-           bx_object_is_free(obj, bx_block_key(blk));
-}
-
 /* Takes one free object; the caller knows one exists (a chain counts it), except for the
  * empty stack's stand-in block (chainstack.h), which gives NULL. The check of the link costs
  * one test: a wild link never becomes the head, and a head below the first slot (the end,
@@ -243,10 +231,9 @@ static inline void *bx_block_pop(bx_block_t *b) {
         b->carved += b->size;
         __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
     } else if (BX_LIKELY(off == BX_FREE_KEPT)) {
-        obj = (char *)b->kept;
-        void *next = bx_link_get(obj);
-        if (BX_UNLIKELY(next && !bx_kept_link_ok(b, next))) bx_block_corrupt_jump(b);
-        b->kept = next;
+        /* Counted by `carved`, not `used`: a read of used here, shared with the common tail,
+         * turns its increment into a load, an add and a store. */
+        obj = (char *)b->kept[--b->carved];
     } else {
         bx_block_corrupt_jump(b);
     }
@@ -270,11 +257,10 @@ static inline void bx_block_push(bx_block_t *b, void *obj) {
     b->free = (uint16_t)(uintptr_t)obj; /* its offset: blocks are 64 KB aligned */
     b->used--;
 }
-/* Pushes obj, of block blk, onto keep block k, marked with `key` (blk's). */
+/* Pushes obj, of block blk, onto keep block k, marked free with `key` (blk's). */
 static inline void bx_block_push_keyed(bx_block_t *k, void *obj, uintptr_t key) {
-    bx_link_set(obj, k->kept);
-    ((uintptr_t *)obj)[1] = key;
-    k->kept = obj;
+    k->kept[k->carved++] = obj;
+    bx_object_mark_free(obj, key);
     k->used--;
 }
 

@@ -58,10 +58,10 @@ bool bx_blockcache_would_grow(bx_blockcache_t *bc) {
     return grow;
 }
 
-static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
+static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last) {
     bc->active = ACTIVE_TICK | ACTIVE_PASS;
     if (!bc->head) return bx_blockalloc_alloc(&bc->alloc, sb_out);
-    if (bc->head == bc->last_given && bc->alloc.tag == BX_TAG_MEDIUM) {
+    if (not_last && bc->head == bc->last_given && bc->alloc.tag == BX_TAG_MEDIUM) {
         /* Not the block freed last, as glibc does not hand a freed chunk straight back: a
          * stale pointer to it would write into the next object of the size. The second
          * cached block, or one from the superblocks; in a loop that allocates and frees
@@ -72,7 +72,7 @@ static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
             if (other) return other;
         } else {
             void *freed = pop_head(bc);
-            void *block = take(bc, sb_out);
+            void *block = take(bc, sb_out, false);
             bx_link_set(freed, bc->head);
             __atomic_store_n(&bc->head, freed, __ATOMIC_RELAXED);
             return block;
@@ -89,7 +89,14 @@ static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
 
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
     bx_lock(&bc->lock);
-    void *block = take(bc, sb_out);
+    void *block = take(bc, sb_out, true);
+    bx_unlock(&bc->lock);
+    return block;
+}
+
+void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
+    bx_lock(&bc->lock);
+    void *block = take(bc, sb_out, false);
     bx_unlock(&bc->lock);
     return block;
 }
