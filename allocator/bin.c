@@ -13,7 +13,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     bx_chainstack_init(&b->chains, ring, ring_size);
     b->cache = cache;
     b->size = size;
-    b->per_block = (uint32_t)(BX_BLOCK_SIZE / size);
+    b->per_block = bx_block_capacity(size);
     b->max_chains = max_chains_for(size);
     b->index = index;
     b->allocs = b->frees = 0;

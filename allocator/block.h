@@ -8,7 +8,14 @@
  * same two sets of a cache indexed by the low 16 address bits, so a program touching a few
  * hundred blocks missed on nearly every header access. A block keeps a LIFO list of its
  * free objects plus a bump pointer to the first object never handed out, so a fresh block
- * needs no list built up front. */
+ * needs no list built up front.
+ *
+ * The list is kept as offsets within the block: the descriptor holds the first free object's,
+ * each free object the next one's, mangled (secret.h). An offset is all a 16-bit store of
+ * the object's address writes, and a link that a write after free changed is caught when
+ * malloc decodes it, with one test: the offset of a slot is below 64 KB and a multiple of
+ * 16, and the secret's top bits turn anything written over the link into a value that is
+ * not (bx_block_pop). A keep block (keep.h) holds objects of other blocks in an array. */
 #ifndef BX_BLOCK_H
 #define BX_BLOCK_H
 
@@ -25,21 +32,21 @@ struct bx_remote;
 /* Which of its bin's four lists a block is on (DESIGN §3). */
 enum bx_block_list {
     BX_LIST_NONE = 0,     /* not owned by a bin: free in its superblock or in a block cache */
-    BX_LIST_QUEUE,        /* on no list, referenced by chain records (a block that chains
-                           * name may also stay on the list it was on: bin.c) */
+    BX_LIST_QUEUE,        /* referenced by chain records in the chain stack */
     BX_LIST_FULL,         /* no free object */
     BX_LIST_ALMOST_FULL,  /* at most half free */
     BX_LIST_ALMOST_EMPTY, /* more than half free */
     BX_LIST_COUNT
 };
 
-/* The header's two cache lines: what the owner writes on its fast paths, and what other
+/* The descriptor's two cache lines: what the owner writes on its fast paths, and what other
  * threads' frees read first (the owner) and then need (size, bin), written only when the
  * block is formatted. One line that the owner keeps writing has to travel back to every
  * core that frees into the block: in one line, `server` took 10% longer with two threads. */
 typedef struct bx_block {
     /* Written by the owner on every malloc and free of the block. */
-    void *free;                   /* free objects, linked through their first word (mangled) */
+    uint16_t free;                /* offset of the first free object, BX_FREE_END if none;
+                                  * BX_FREE_KEPT in a keep block (its objects are in `kept`) */
     uint32_t carved;              /* bytes of slots from the first one that were handed out at
                                   * least once: the rest were never used (a bump allocation);
                                   * the owner's alone (others test slot_limit) */
@@ -50,6 +57,8 @@ typedef struct bx_block {
     uint16_t chain_refs;          /* chain records naming this block */
     uint8_t list;                 /* enum bx_block_list */
     struct bx_block *prev, *next; /* links of the list named by `list` */
+    void **kept;                  /* a keep block's objects, `carved` of them (keep.h) */
+    char *mem;                    /* the block's 64 KB (malloc's pop adds the offset to it) */
     /* Written when the block is formatted. */
     struct bx_heap *heap __attribute__((aligned(64))); /* owner; other threads' frees go to
                                   * its remote list */
@@ -63,12 +72,21 @@ typedef struct bx_block {
     uint32_t shared_slot_limit; /* a past slot_limit, published when a chain of the block
                                   * runs out: other threads test it first, so their frees
                                   * leave the owner's line alone */
-    char *mem;                  /* the block's 64 KB */
 } bx_block_t;
 
 BX_STATIC_ASSERT(sizeof(bx_block_t) <= BX_BLOCK_DESC, "a block descriptor fits BX_BLOCK_DESC");
 BX_STATIC_ASSERT(BX_SB_DESCS_OFFSET + BX_SUPERBLOCK_ALIGN / BX_BLOCK_SIZE * BX_BLOCK_DESC <= BX_BLOCK_SIZE,
                  "a superblock's descriptors fit its first 64 KB");
+BX_STATIC_ASSERT(offsetof(bx_block_t, mem) < 64, "the fast paths' fields share the first line");
+
+/* Values of `free` that are no slot's offset: the last 16 bytes of a block start no slot
+ * (bx_block_capacity), and every offset below them is a slot's for 16-byte objects. */
+#define BX_FREE_END 0xfff0 /* no free object listed: the next one is cut at the bump pointer */
+#define BX_FREE_KEPT 0xfff1 /* a keep block: its objects are in `kept` */
+/* Bits that no decoded link of a block's list has: offsets are below 64 KB, multiples of 16
+ * (the end's included). */
+#define BX_FREE_LINK_BAD (~(uintptr_t)0xfff0)
+BX_STATIC_ASSERT(BX_BLOCK_SIZE == 1u << 16 && BX_ALIGNMENT == 16, "a link is an offset of a 16-byte slot");
 
 /* The empty chain stack's block (chainstack.h): no free object, and no owner. */
 extern bx_block_t bx_block_none __attribute__((visibility("hidden")));
@@ -84,6 +102,11 @@ static inline bx_block_t *bx_block_of(const void *p) {
 /* The start of the block holding p. */
 static inline char *bx_block_mem_of(const void *p) { return (char *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK); }
 static inline char *bx_block_first(const bx_block_t *b) { return b->mem; }
+/* Objects of `size` a block holds: all that fit, but none starting at BX_FREE_END. */
+static inline uint32_t bx_block_capacity(uint32_t size) {
+    uint32_t n = (uint32_t)(BX_BLOCK_SIZE / size);
+    return (n - 1) * size == BX_FREE_END ? n - 1 : n;
+}
 /* Relaxed atomic: other threads' frees and checks read it (it only grows while the block
  * holds live objects); a plain move on x86. */
 static inline uint32_t bx_block_slot_limit(const bx_block_t *b) {
@@ -182,34 +205,82 @@ static inline bool bx_object_plain_live(const void *obj, uintptr_t key) { return
  * a program copies out of bytes it never wrote no longer reads as a free object. */
 static inline uintptr_t bx_block_key(const bx_block_t *b) { return b->free_key; }
 
-/* Takes one free object; the caller knows one exists (a chain counts it). */
+/* The address at offset `off` of block memory `mem`. One lea on x86: the compiler's mov and
+ * add cost malloc's fast path an instruction. */
+static inline char *bx_block_at(const char *mem, uintptr_t off) {
+#if defined(__x86_64__)
+    char *at;
+    __asm__("lea (%1,%2),%0" : "=r"(at) : "r"(mem), "r"(off));
+    return at;
+#else
+    return (char *)mem + off;
+#endif
+}
+
+/* A decoded link that no slot has (a write after free changed it), or a header offset at the
+ * head of the list: aborts, naming the object whose link it was (the head, not yet taken). */
+__attribute__((noreturn, cold)) void bx_block_corrupt(const bx_block_t *b);
+/* The same, reached from bx_block_pop by a jump: a call, even one that never returns, costs
+ * malloc's fast path a stack frame. bx_block_corrupt realigns the stack itself. */
+static inline __attribute__((always_inline, noreturn)) void bx_block_corrupt_jump(const bx_block_t *b) {
+#if defined(__x86_64__)
+    __asm__ volatile("jmp bx_block_corrupt" : : "D"(b));
+    __builtin_unreachable();
+#else
+    bx_block_corrupt(b);
+#endif
+}
+
+/* Takes one free object; the caller knows one exists (a chain counts it). The check of the
+ * link costs one test: a wild link never becomes the head, and a head past the last slot (the
+ * end, or a keep block) takes the slow branch. */
 static inline void *bx_block_pop(bx_block_t *b) {
-    void *obj = b->free;
-    if (BX_LIKELY(obj != NULL)) {
-        void *next = bx_link_get(obj);
-        b->free = next;
+    uint32_t off = b->free;
+    char *obj;
+    if (BX_LIKELY(off < BX_FREE_END)) {
+        obj = bx_block_at(b->mem, off);
+        uintptr_t next = *(const uintptr_t *)obj ^ bx_link_secret;
+        if (BX_UNLIKELY(next & BX_FREE_LINK_BAD)) bx_block_corrupt_jump(b);
+        b->free = (uint16_t)next;
         /* The next malloc reads next's link: fetch its line now, while the program works
          * (perf: 3/4 of malloc's time in `pipeline` was that load missing). */
-        __builtin_prefetch(next);
-    } else {
+        __builtin_prefetch(b->mem + next);
+    } else if (off == BX_FREE_END) {
         obj = bx_block_bump(b);
         b->carved += b->size;
         __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
+    } else if (BX_LIKELY(off == BX_FREE_KEPT)) {
+        /* Counted by `carved`, not `used`: a read of used here, shared with the common tail,
+         * turns its increment into a load, an add and a store. */
+        obj = (char *)b->kept[--b->carved];
+    } else {
+        bx_block_corrupt_jump(b);
     }
     ((uintptr_t *)obj)[1] = 0;
     b->used++;
     return obj;
 }
 
-/* Pushes obj, marked with `key`: its own block's (a keep block lists other blocks' objects). */
-static inline void bx_block_push_keyed(bx_block_t *b, void *obj, uintptr_t key) {
-    bx_link_set(obj, b->free);
+/* For b's owner, after freeing obj, now the head of b's list: moves it one place down, so
+ * that the next allocation from b takes another slot (realloc: a stale pointer to the old
+ * object does not alias the next object of its size). Chain records count a prefix of the
+ * list, so order within it is free; when obj is the only one listed, a slot never used goes
+ * first. False if b has no other free slot. */
+bool bx_block_demote_head(bx_block_t *b, const void *obj);
+
+/* Pushes obj, one of b's slots, marked free with b's key. */
+static inline void bx_block_push(bx_block_t *b, void *obj) {
+    uintptr_t key = bx_block_key(b); /* read before the link store, which could alias it */
+    *(uintptr_t *)obj = b->free ^ bx_link_secret;
     ((uintptr_t *)obj)[1] = key;
-    b->free = obj;
+    b->free = (uint16_t)(uintptr_t)obj; /* its offset: blocks are 64 KB aligned */
     b->used--;
 }
-static inline void bx_block_push(bx_block_t *b, void *obj) {
-    bx_block_push_keyed(b, obj, bx_block_key(b)); /* read before the link store, which could alias it */
+/* Pushes obj, of block blk, onto keep block k, marked free with `key` (blk's). */
+static inline void bx_block_push_keyed(bx_block_t *k, void *obj, uintptr_t key) {
+    k->kept[k->carved++] = obj;
+    bx_object_mark_free(obj, key);
+    k->used--;
 }
 
 #endif

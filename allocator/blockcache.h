@@ -22,6 +22,8 @@ typedef struct bx_blockcache {
     uint32_t represented; /* distinct superblocks among them */
     uint32_t bound;       /* most superblocks represented */
     uint32_t max_blocks;  /* most blocks cached */
+    void *last_given;     /* the block cached last, while it heads the list: a medium
+                              * cache hands out another first (blockcache.c) */
     uint8_t active;       /* a block was taken since the last decay: a bit for the owner's
                               * tick, one for the reclaimer's pass */
     /* The owner takes it for every operation, uncontended but for the reclaimer, which
@@ -31,8 +33,12 @@ typedef struct bx_blockcache {
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size, uint32_t bound,
                         uint32_t max_blocks, int node);
-/* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. */
+/* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. A medium cache
+ * hands out the block cached last only when it has no other and the superblocks none. */
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out);
+/* The same for another bin about to touch fresh pages: the cached block, even the one freed
+ * last, which bx_blockcache_alloc does not hand out while there is another. */
+void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out);
 /* True when the next block would be memory never handed out (untouched pages). */
 bool bx_blockcache_would_grow(bx_blockcache_t *bc);
 /* Takes back a block of superblock sb. */

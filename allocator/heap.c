@@ -21,6 +21,13 @@ static size_t rings_records(void) {
     return records;
 }
 
+/* The keep blocks' arrays, after the rings (keep.h). */
+static size_t keep_slots(void) {
+    size_t slots = 0;
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) slots += bx_keep_capacity(bx_small_size[i]);
+    return slots;
+}
+
 void bx_heap_reset_bin_table(bx_heap_t *h) {
     for (unsigned step = 0; step < BX_SMALL_STEPS; step++)
         __atomic_store_n(&h->bin_for[step], &h->small[bx_small_index[step]], __ATOMIC_RELAXED);
@@ -28,7 +35,8 @@ void bx_heap_reset_bin_table(bx_heap_t *h) {
 
 bx_heap_t *bx_heap_create(int node, int state) {
     size_t head = bx_align_up(sizeof(bx_heap_t), 64);
-    size_t size = bx_align_up(head + rings_records() * sizeof(bx_chain_t), bx_os_page_size());
+    size_t size =
+        bx_align_up(head + rings_records() * sizeof(bx_chain_t) + keep_slots() * sizeof(void *), bx_os_page_size());
     bx_heap_t *h = bx_os_map(size); /* zero-filled; ring pages are touched only when used */
     if (!h) return NULL;
     h->map_size = size;
@@ -37,12 +45,14 @@ bx_heap_t *bx_heap_create(int node, int state) {
     h->keeper.outbox = &h->outbox;
     bx_heap_set_state(h, state);
     bx_chain_t *ring = (bx_chain_t *)((char *)h + head);
+    void **kept = (void **)(ring + rings_records());
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         uint32_t n = bx_bin_ring_size(bx_small_size[i]);
         bx_bin_t *b = &h->small[i];
         bx_bin_init(b, i, bx_small_size[i], ring, n, &h->small_blocks);
         ring += n;
-        bx_keep_init(&h->keep[i], bx_small_size[i], i);
+        bx_keep_init(&h->keep[i], bx_small_size[i], i, kept);
+        kept += bx_keep_capacity(bx_small_size[i]);
         b->keep = &h->keep[i];
         b->keeper = &h->keeper;
         b->home = &h->remote;
@@ -126,6 +136,23 @@ static size_t drain_one(bx_heap_t *h, void *obj) {
 #define DRAIN_STEP 64
 #define DRAIN_AHEAD 8
 
+/* Whether obj, read from the link of an object on the remote list, is an object of h that
+ * another thread freed: a slot of one of its blocks or superblocks, marked free. A write
+ * after free can land on the link while the object is on its way; nothing is written
+ * through obj before this says yes. */
+static bool remote_link_ok(bx_heap_t *h, const void *obj) {
+    uintptr_t entry = bx_pagemap_get(obj);
+    if (bx_tag_of(entry) == BX_TAG_SMALL) {
+        const bx_block_t *blk = bx_block_of(obj);
+        return blk->heap == h && bx_block_is_own_slot(blk, obj) && bx_object_is_free(obj, bx_block_key(blk));
+    }
+    if (bx_tag_of(entry) != BX_TAG_MEDIUM) return false;
+    bx_superblock_t *sb = bx_span_of(entry);
+    uint32_t index = 0;
+    return sb->heap == h && bx_sb_object(sb, obj, &index) == obj && !bx_sb_live(sb, index) &&
+           bx_object_is_free(obj, sb->free_key);
+}
+
 void bx_heap_drain(bx_heap_t *h) {
     size_t bytes = 0;
     void *buf[DRAIN_STEP];
@@ -146,6 +173,10 @@ void bx_heap_drain(bx_heap_t *h) {
     void *obj = bx_remote_take(&h->remote);
     while (obj) {
         void *next = bx_link_get(obj);
+        if (BX_UNLIKELY(next && !remote_link_ok(h, next)))
+            bx_fatalf("malloc(): corrupted free list at %p (objects other threads freed): the free object there was "
+                      "written after it was freed",
+                      obj);
         bytes += drain_one(h, obj);
         obj = next;
     }
@@ -213,7 +244,7 @@ void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
     for (unsigned j = bin + 1; bx_blockcache_would_grow(bc) && j <= bin + BX_MEDIUM_BORROW && j < BX_MEDIUM_BINS; j++)
         if (!bx_blockcache_would_grow(&h->medium[j])) bc = &h->medium[j];
     bx_superblock_t *sb;
-    void *p = bx_blockcache_alloc(bc, &sb);
+    void *p = bc == &h->medium[bin] ? bx_blockcache_alloc(bc, &sb) : bx_blockcache_borrow(bc, &sb);
     if (!p) return NULL;
     ((uintptr_t *)p)[1] = 0; /* no stale free or aligned mark from the block's last use */
     bx_sb_set_live(sb, bx_sb_index(sb, p));

@@ -4,17 +4,25 @@
 #include "remote.h"
 #include "retention.h"
 
-void bx_keep_init(bx_block_t *k, uint32_t size, unsigned bin) {
+uint32_t bx_keep_capacity(uint32_t size) {
+    uint32_t limit = (uint32_t)(BX_KEEP_BYTES / size);
+    return limit < BX_KEEP_MIN ? BX_KEEP_MIN : limit > BX_KEEP_MAX ? BX_KEEP_MAX : limit;
+}
+
+void bx_keep_init(bx_block_t *k, uint32_t size, unsigned bin, void **slots) {
     k->heap = BX_BLOCK_NO_OWNER;
     k->size = size;
     k->bin = (uint8_t)bin;
     k->capacity = k->used = 0;
+    k->carved = 0; /* objects held: capacity - used */
     k->list = BX_LIST_QUEUE; /* never on a block list */
+    k->free = BX_FREE_KEPT; /* bx_block_pop takes from `kept` */
+    k->kept = slots;
 }
 
+
 void bx_keep_enable(bx_block_t *k) {
-    uint32_t limit = (uint32_t)(BX_KEEP_BYTES / k->size);
-    k->capacity = k->used = (uint16_t)(limit < BX_KEEP_MIN ? BX_KEEP_MIN : limit > BX_KEEP_MAX ? BX_KEEP_MAX : limit);
+    if (k->kept) k->capacity = k->used = (uint16_t)bx_keep_capacity(k->size);
 }
 
 void bx_keep_restart(bx_block_t *k) {

@@ -3,6 +3,8 @@
  *
  * A keep block is a block header with no memory of its own and no owner (so it is never
  * taken for a real block): its free list links objects that each stay in their own block.
+ * Its objects are listed in an array of the heap's, not through their own memory, so that a
+ * write after free over one is never followed (malloc takes them unchecked).
  * One per bin; it stands in the bin's chains like a block, and becomes the bin's top chain
  * with all it holds when the current top chain runs out. Its capacity is the bin's bound
  * and `used` the room left, so a foreign free tests one field. What no chain counts is
@@ -22,7 +24,11 @@ typedef struct bx_keeper {
 
 static inline bool bx_block_is_keep(const bx_block_t *blk) { return blk->heap == BX_BLOCK_NO_OWNER; }
 
-void bx_keep_init(bx_block_t *k, uint32_t size, unsigned bin);
+/* Objects a keep block of `size` holds at most. */
+uint32_t bx_keep_capacity(uint32_t size);
+/* `slots`: room for bx_keep_capacity(size) pointers, outside any object (the heap's mapping):
+ * a write after free cannot reach what lists kept objects. */
+void bx_keep_init(bx_block_t *k, uint32_t size, unsigned bin, void **slots);
 /* Keeps nothing until the thread's first allocation of the size: a thread that only frees
  * a size keeps none of it. */
 static inline bool bx_keep_enabled(const bx_block_t *k) { return k->capacity != 0; }

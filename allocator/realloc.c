@@ -53,7 +53,13 @@ BX_API void *bobox_realloc(void *p, size_t size) {
     if (!q && room > size) q = bobox_malloc(size);
     if (!q) return NULL;
     memcpy(q, p, size < r.usable ? size : r.usable);
+    /* Read before the free: another heap's block may be given away once p reaches it. */
+    bool own_small = r.tag == BX_TAG_SMALL && r.block->heap == bx_tls_heap;
     bx_free_resolved(&r);
+    /* The old slot is not the next one of its size handed out: a stale pointer to the old
+     * object would write into the new owner's (as glibc, whose chunk goes to a bin). Our
+     * own block stays ours: the free made it the top chain's. */
+    if (own_small) bx_block_demote_head(r.block, r.object);
     return q;
 }
 

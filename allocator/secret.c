@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 uintptr_t bx_free_key = 0x5bd1e9955bd1e995u;
-uintptr_t bx_link_secret = 0xc2b2ae3d27d4eb4fu;
+uintptr_t bx_link_secret = 0xc2b2ae3d27d4eb40u; /* as drawn: top bit set, low 4 bits clear */
 
 static uintptr_t random_word(void) {
     uintptr_t word = 0;

@@ -3,9 +3,9 @@
  * The free key, mixed per block format (bx_format_key), marks freed small objects (a double
  * free costs one compare to catch). The link secret mangles every free-list link stored
  * inside free memory (safe-linking, as glibc and mimalloc do): a link overwritten by a heap
- * overflow or a write after free decodes to a non-canonical address, so the allocator
- * faults instead of handing out memory the attacker chose. Both are fixed before the first
- * allocation. */
+ * overflow or a write after free decodes to a value no link has (its top bits set, or its
+ * low 4 bits: the secret's are clear), which is checked before the link is followed (block.h,
+ * blockcache.c, superblock.c, heap.c's drain). Both are fixed before the first allocation. */
 #ifndef BX_SECRET_H
 #define BX_SECRET_H
 

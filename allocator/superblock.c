@@ -127,9 +127,16 @@ void *bx_blockalloc_alloc(bx_blockalloc_t *ba, bx_superblock_t **sb_out) {
     }
     bx_superblock_t *sb = ba->heap[0]; /* the fullest superblock with a free block */
     void *block = sb->free;
-    if (block)
-        sb->free = bx_link_get(block);
-    else {
+    if (block) {
+        /* Checked before it is followed: a medium object starts at its block, so a write
+         * after free lands on the link. */
+        char *next = bx_link_get(block);
+        if (next && (next < sb->first || next >= sb->bump || bx_sb_block(sb, bx_sb_index(sb, next)) != next))
+            bx_fatalf("malloc(): corrupted free list at %p (superblock %p): the free object there was written after "
+                      "it was freed",
+                      block, (void *)sb);
+        sb->free = next;
+    } else {
         block = sb->bump;
         sb->bump += sb->block_size;
     }

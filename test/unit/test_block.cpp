@@ -19,6 +19,9 @@ TEST_CASE("block: slot tests agree with division for every size and offset", "[b
         bx_block_init(blk, mem, fake_heap(), nullptr, nullptr, bin, size);
         REQUIRE(bx_block_check_header(blk));
         uint32_t capacity = blk->capacity;
+        // The free list's end marker is no slot's offset; the slots fill the block otherwise.
+        REQUIRE_FALSE((BX_FREE_END % size == 0 && BX_FREE_END / size < capacity));
+        REQUIRE(capacity >= BX_BLOCK_SIZE / size - 1);
         // Nothing carved, some carved, all carved; the published limit none, half or all of it.
         for (uint32_t carved_slots : {0u, 1u, capacity / 2, capacity}) {
             for (uint32_t shared_slots : {0u, carved_slots / 2, carved_slots}) {
@@ -59,6 +62,59 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
     REQUIRE(bx_block_pop(blk) == a); // LIFO
     REQUIRE_FALSE(bx_object_is_free(a, bx_block_key(blk)));
     REQUIRE(blk->used == 2);
+}
+
+TEST_CASE("block: the free list is kept as offsets, and a link written over fails the check", "[block]") {
+    BlockRoom room(1);
+    char *mem = room.mem(0);
+    bx_block_t *blk = room.block(0);
+    uint32_t size = bx_small_size[5];
+    bx_block_init(blk, mem, fake_heap(), nullptr, nullptr, 5, size);
+    char *a = static_cast<char *>(bx_block_pop(blk));
+    char *b = static_cast<char *>(bx_block_pop(blk));
+    bx_block_push(blk, a);
+    bx_block_push(blk, b);
+    REQUIRE(blk->free == (uint16_t)(b - mem));
+    REQUIRE(((*reinterpret_cast<uintptr_t *>(b) ^ bx_link_secret) == (uintptr_t)(a - mem)));
+    REQUIRE(bx_block_check(blk));
+    // Any byte but byte 1 (which moves the offset within the block) makes it no slot's offset.
+    for (int byte : {0, 2, 3, 4, 5, 6, 7}) {
+        uintptr_t saved = *reinterpret_cast<uintptr_t *>(b);
+        reinterpret_cast<unsigned char *>(b)[byte] ^= 0x5b;
+        INFO("byte " << byte);
+        REQUIRE(((*reinterpret_cast<uintptr_t *>(b) ^ bx_link_secret) & BX_FREE_LINK_BAD) != 0);
+        REQUIRE_FALSE(bx_block_check(blk));
+        *reinterpret_cast<uintptr_t *>(b) = saved;
+    }
+    REQUIRE(bx_block_check(blk));
+}
+
+TEST_CASE("block: demoting the head hands out another slot first, and keeps the list whole", "[block]") {
+    BlockRoom room(1);
+    char *mem = room.mem(0);
+    bx_block_t *blk = room.block(0);
+    uint32_t size = bx_small_size[2];
+    bx_block_init(blk, mem, fake_heap(), nullptr, nullptr, 2, size);
+    char *a = static_cast<char *>(bx_block_pop(blk));
+    char *b = static_cast<char *>(bx_block_pop(blk));
+    // The only one listed: a slot never used goes first.
+    bx_block_push(blk, a);
+    REQUIRE(bx_block_demote_head(blk, a));
+    REQUIRE(bx_block_check(blk));
+    char *fresh = static_cast<char *>(bx_block_pop(blk));
+    REQUIRE(fresh == b + size);
+    REQUIRE(bx_block_pop(blk) == a);
+    // With others listed: swapped with the second.
+    bx_block_push(blk, fresh);
+    bx_block_push(blk, b);
+    bx_block_push(blk, a);
+    REQUIRE(bx_block_demote_head(blk, a));
+    REQUIRE_FALSE(bx_block_demote_head(blk, a)); // no longer the head
+    REQUIRE(bx_block_check(blk));
+    REQUIRE(bx_block_free_count(blk) == blk->capacity);
+    REQUIRE(bx_block_pop(blk) == b);
+    REQUIRE(bx_block_pop(blk) == a);
+    REQUIRE(bx_block_pop(blk) == fresh);
 }
 
 TEST_CASE("block: a free record of one format is not free under the next", "[block]") {

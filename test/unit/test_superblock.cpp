@@ -100,14 +100,43 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
         // Everything not cached went back; the cache kept at most `bound` superblocks alive.
         REQUIRE(bc.alloc.superblocks <= bound);
         REQUIRE(bc.alloc.superblocks == bc.represented);
-        // Reuse is LIFO from the cache, before any new superblock.
-        void *head = bc.head;
-        REQUIRE(bx_blockcache_alloc(&bc, nullptr) == head);
-        bx_blockcache_free(&bc, sb_of(head), head);
+        // Reuse is LIFO from the cache, before any new superblock, but for the block freed
+        // last: not handed straight back (a stale pointer to it would alias the next object).
+        REQUIRE(bc.count >= 2);
+        void *last = bc.head, *before = bx_link_get(last);
+        REQUIRE(bx_blockcache_alloc(&bc, nullptr) == before);
+        REQUIRE(bc.head == last);
+        REQUIRE(bx_blockcache_alloc(&bc, nullptr) == last);
+        REQUIRE(bc.alloc.superblocks <= bound); // no new superblock
+        bx_blockcache_free(&bc, sb_of(last), last);
+        bx_blockcache_free(&bc, sb_of(before), before);
         bx_blockcache_flush(&bc);
         REQUIRE(bc.alloc.superblocks == 0);
         bx_blockalloc_destroy(&bc.alloc);
     }
+}
+
+TEST_CASE("cached medium blocks: a block freed and allocated in turn alternates with one other", "[blockcache]") {
+    uint32_t size = bx_medium_size[BX_MEDIUM_BINS - 1];
+    bx_blockcache_t bc;
+    bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, 1, UINT32_MAX, 0);
+    void *keep = bx_blockcache_alloc(&bc, nullptr); // keeps the superblock owned throughout
+    void *a = bx_blockcache_alloc(&bc, nullptr);
+    std::set<void *> seen;
+    void *prev = a;
+    for (int i = 0; i < 8; i++) {
+        bx_blockcache_free(&bc, sb_of(prev), prev);
+        void *next = bx_blockcache_alloc(&bc, nullptr);
+        REQUIRE(next != prev);
+        seen.insert(next);
+        prev = next;
+    }
+    REQUIRE(seen.size() == 2); // two blocks take turns: no fresh block after the first
+    bx_blockcache_free(&bc, sb_of(prev), prev);
+    bx_blockcache_free(&bc, sb_of(keep), keep);
+    bx_blockcache_flush(&bc);
+    REQUIRE(bc.alloc.superblocks == 0);
+    bx_blockalloc_destroy(&bc.alloc);
 }
 
 TEST_CASE("cached block allocator: a decay tick flushes only a cache nothing was taken from since the last one", "[blockcache]") {
