@@ -101,12 +101,14 @@ static void drop_oldest(bx_bin_t *b) {
     unref(b, blk);
 }
 
-/* Removes the spent top record; the block goes to its list once no record names it. */
-static void drop_spent_top(bx_bin_t *b) {
-    bx_block_t *blk = bx_chainstack_pop(&b->chains);
+/* A spent record of blk left the stack: publish its slot limit for other threads' frees;
+ * the block goes to its list once no record names it. */
+static void retire_spent(bx_bin_t *b, bx_block_t *blk) {
     bx_block_share_slot_limit(blk);
     unref(b, blk);
 }
+
+static void drop_spent_top(bx_bin_t *b) { retire_spent(b, bx_chainstack_pop(&b->chains)); }
 
 static bool top_spent(const bx_bin_t *b) { return !bx_chainstack_empty(&b->chains) && b->chains.top.count == 0; }
 
@@ -144,8 +146,7 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk) {
          * hence the bound, stays as it was (a program that frees and allocates in random
          * order comes here on most frees). */
         bx_chainstack_replace_top(&b->chains, blk, 1);
-        bx_block_share_slot_limit(top);
-        unref(b, top);
+        retire_spent(b, top);
         return;
     }
     /* Frees moved on from an entirely free block: give it to the block cache now, where any

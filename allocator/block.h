@@ -217,8 +217,8 @@ static inline char *bx_block_at(const char *mem, uintptr_t off) {
 #endif
 }
 
-/* A decoded link that no slot has (a write after free changed it), or a header offset at the
- * head of the list: aborts, naming the object whose link it was (the head, not yet taken). */
+/* A decoded link that no slot has (a write after free changed it), or a head that is no
+ * offset or marker: aborts, naming the object whose link it was (the head, not yet taken). */
 __attribute__((noreturn, cold)) void bx_block_corrupt(const bx_block_t *b);
 /* The same, reached from bx_block_pop by a jump: a call, even one that never returns, costs
  * malloc's fast path a stack frame. bx_block_corrupt realigns the stack itself. */
