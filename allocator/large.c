@@ -101,7 +101,8 @@ static bx_large_t *refit(bx_large_t *l, size_t need) {
 
 /* BOBOX_MEM on a fresh mapping, before anything touches it: the policy stays with the mapping
  * through the cache and mremap. Without a setting, the node of the allocating thread. */
-static void place(void *base, size_t size, int node) {
+static void place(void *base, size_t size, void *arg) {
+    int node = *(const int *)arg;
     const bx_mempolicy_t *m = &bx_options.mem;
     if (m->mode == BX_MEM_LOCAL) {
         bx_node_bind(base, size, node);
@@ -140,9 +141,9 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
         /* A miss: what is cached did not fit, so give back as much as we are about to map:
          * caching must not add a second copy of the working set to the peak. */
         release(evict_at_least(need));
-        char *base = bx_os_map_aligned(need, alignment, page());
+        bool placed = bx_options.mem.mode != BX_MEM_LOCAL || bx_node_count() > 1;
+        char *base = bx_os_map_placed(need, alignment, page(), placed ? place : NULL, &node);
         if (!base) return NULL;
-        place(base, need, node);
         bx_os_advise_huge(base, need, bx_thp_advice(false)); /* kept through the cache and mremap */
         l = (bx_large_t *)base;
         l->base = base;

@@ -72,6 +72,8 @@ int bx_node_of_cpu(int cpu) { return cpu >= 0 && cpu < BX_MAX_CPUS ? cpu_node[cp
 int bx_node_current(void) { return node_count > 1 ? bx_node_of_cpu(bx_os_current_cpu()) : 0; }
 bool bx_node_bind(void *p, size_t size, int node) { return node_count > 1 ? bx_os_bind(p, size, node) : true; }
 
+static void bind_to(void *p, size_t size, void *node) { bx_os_bind(p, size, *(const int *)node); }
+
 static void release(bx_superblock_t *sb) { bx_os_unmap(sb, BX_SUPERBLOCK_SIZE); }
 
 /* Unlinks and returns, in `out`, superblocks beyond the cache's size or age limits at time
@@ -125,8 +127,8 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
     release_list(expired);
 
     if (!sb) {
-        sb = bx_os_map_aligned(BX_SUPERBLOCK_SIZE, BX_SUPERBLOCK_ALIGN, 0); /* block.h; whole regions: pagemap.h */
-        if (sb) bx_node_bind(sb, BX_SUPERBLOCK_SIZE, node);
+        /* aligned: block.h; whole regions: pagemap.h */
+        sb = bx_os_map_placed(BX_SUPERBLOCK_SIZE, BX_SUPERBLOCK_ALIGN, 0, node_count > 1 ? bind_to : NULL, &node);
         /* The advice stays with the mapping while it waits in the cache. */
         if (sb) bx_os_advise_huge(sb, BX_SUPERBLOCK_SIZE, bx_thp_advice(true));
     }

@@ -61,24 +61,14 @@ size_t bx_os_page_size(void) {
 
 /* No MAP_NORESERVE: the kernel's overcommit policy decides, as for glibc, so a request it
  * could never back gets NULL and ENOMEM instead of a mapping that kills at first touch. */
-void *bx_os_map(size_t size) {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    count_mapped(size);
-    return p;
-}
-
-void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset) {
-    if (alignment <= bx_os_page_size()) return bx_os_map(size);
+static void *map_aligned(size_t size, size_t alignment, size_t offset, int prot) {
+    if (alignment < bx_os_page_size()) alignment = bx_os_page_size();
     size_t padded = size + alignment - bx_os_page_size();
     if (padded < size) {
         errno = ENOMEM;
         return NULL;
     }
-    char *raw = mmap(NULL, padded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *raw = mmap(NULL, padded, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
@@ -89,6 +79,28 @@ void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset) {
     if (tail) munmap(start + size, tail);
     count_mapped(size);
     return start;
+}
+
+void *bx_os_map(size_t size) { return map_aligned(size, 0, 0, PROT_READ | PROT_WRITE); }
+
+void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset) {
+    return map_aligned(size, alignment, offset, PROT_READ | PROT_WRITE);
+}
+
+/* Until `place` has set the policy, the range may be one area with a neighbour of ours (a
+ * heap, a stack), and a huge page faulted in there by a thread of another node can reach
+ * into it: without access no page can be. */
+void *bx_os_map_placed(size_t size, size_t alignment, size_t offset, bx_os_place_fn *place, void *arg) {
+    if (!place) return bx_os_map_aligned(size, alignment, offset);
+    char *p = map_aligned(size, alignment, offset, PROT_NONE);
+    if (!p) return NULL;
+    place(p, size, arg);
+    if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
+        bx_os_unmap(p, size);
+        errno = ENOMEM;
+        return NULL;
+    }
+    return p;
 }
 
 void *bx_os_reserve_zeros(size_t size) {

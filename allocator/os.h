@@ -16,6 +16,10 @@ static inline uint64_t bx_now_ms(void) { return bx_now_ns() / 1000000; }
 void *bx_os_map(size_t size);
 /* As bx_os_map, placed so that start + offset is a multiple of `alignment` (a power of two). */
 void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset);
+/* As bx_os_map_aligned, with `place` (a NUMA policy) applied before any page can be faulted
+ * in; NULL `place`: none. */
+typedef void bx_os_place_fn(void *p, size_t size, void *arg);
+void *bx_os_map_placed(size_t size, size_t alignment, size_t offset, bx_os_place_fn *place, void *arg);
 void bx_os_unmap(void *p, size_t size);
 /* Address space that reads as zeros and is not counted as mapped (pages are only backed
  * once made writable); NULL if it cannot be had, or under a finite RLIMIT_AS. */
