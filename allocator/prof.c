@@ -2,8 +2,9 @@
  * profiles in gperftools' heap-profile text format plus folded stacks (docs/profiling.md).
  *
  * Nothing here allocates through the allocator: the tables are mapped once at start-up.
- * Stacks come from libgcc's unwinder (_Unwind_Backtrace), linked directly, not dlopened as
- * glibc's backtrace() does, and warmed up in bx_prof_init. Should the unwinder malloc
+ * Stacks come from stackwalk.c, which keeps each return address's rule and asks libgcc's unwinder
+ * (linked directly, not dlopened as glibc's backtrace() does) for the rest; both are warmed
+ * up in bx_prof_init. Should libgcc malloc
  * anyway (objects registered with __register_frame_info are sorted on first use), that
  * malloc is simply not sampled (bx_prof_busy). The lock is held only over table updates and
  * writing files, never over a call that could allocate, so no malloc waits for it in a
@@ -21,7 +22,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include "bobox.h"
 #include "large.h"
@@ -29,6 +29,7 @@
 #include "options.h"
 #include "os.h"
 #include "thread.h"
+#include "stackwalk.h"
 
 #define MAX_FRAMES 48
 #define STACK_SLOTS 16384     /* distinct stacks, a power of two */
@@ -45,11 +46,14 @@ typedef struct {
     uintptr_t addr; /* 0: empty slot */
     uint32_t stack;
     size_t size;
+    void *shadow; /* see bx_prof_due */
 } live_t;
 
 bool bx_prof_on;
 static bx_lock_t prof_lock = BX_LOCK_INIT;
 static stack_t_ *stacks;
+static uint32_t *used; /* the slots of `stacks` in use, in order: a dump reads only those
+                        * (reading all 7 MB faulted in 1,700 zero pages at every exit) */
 static live_t *live;
 static size_t n_stacks, n_live, n_samples, n_dropped, n_dumps, live_bytes_total;
 static unsigned dump_seq;
@@ -92,25 +96,7 @@ static int64_t next_interval(void) {
 
 /* ---- stacks -------------------------------------------------------------------------- */
 
-typedef struct {
-    uintptr_t *pcs;
-    int n;
-} walk_t;
-
-static _Unwind_Reason_Code walk_step(struct _Unwind_Context *ctx, void *arg) {
-    walk_t *w = arg;
-    uintptr_t ip = _Unwind_GetIP(ctx);
-    if (!ip) return _URC_END_OF_STACK;
-    if (w->n == 0 && ip >= self_lo && ip < self_hi) return _URC_NO_REASON; /* our frames */
-    w->pcs[w->n++] = ip;
-    return w->n == MAX_FRAMES ? _URC_END_OF_STACK : _URC_NO_REASON;
-}
-
-static int collect_stack(uintptr_t *pcs) {
-    walk_t w = {pcs, 0};
-    _Unwind_Backtrace(walk_step, &w);
-    return w.n;
-}
+static int collect_stack(uintptr_t *pcs) { return bx_stackwalk(pcs, MAX_FRAMES, self_lo, self_hi); }
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
@@ -145,7 +131,7 @@ static int64_t stack_slot(const uintptr_t *pcs, int n) {
             s->hash = h;
             s->depth = (uint32_t)n;
             memcpy(s->pcs, pcs, n * sizeof *pcs);
-            n_stacks++;
+            used[n_stacks++] = (uint32_t)i;
             return (int64_t)i;
         }
     }
@@ -156,12 +142,12 @@ static int64_t stack_slot(const uintptr_t *pcs, int n) {
 
 static size_t live_home(uintptr_t a) { return (size_t)((a >> 4) * 0x9E3779B97F4A7C15ull >> 40) & (LIVE_SLOTS - 1); }
 
-static bool live_insert(uintptr_t a, uint32_t stack, size_t size) {
+static bool live_insert(uintptr_t a, uint32_t stack, size_t size, void *shadow) {
     if (n_live >= LIVE_SLOTS * 3 / 4) return false;
     size_t i = live_home(a);
     while (live[i].addr && live[i].addr != a) i = (i + 1) & (LIVE_SLOTS - 1);
     if (!live[i].addr) n_live++;
-    live[i] = (live_t){a, stack, size};
+    live[i] = (live_t){a, stack, size, shadow};
     return true;
 }
 
@@ -240,19 +226,18 @@ static void out_counts(out_t *o, size_t live_n, size_t live_b, size_t all_n, siz
 static void write_heap(int fd) {
     out_t o = {.fd = fd};
     size_t ln = 0, lb = 0, an = 0, ab = 0;
-    for (size_t i = 0; i < STACK_SLOTS; i++)
-        if (stacks[i].hash) {
-            ln += stacks[i].live_count, lb += stacks[i].live_bytes;
-            an += stacks[i].alloc_count, ab += stacks[i].alloc_bytes;
-        }
+    for (size_t k = 0; k < n_stacks; k++) {
+        const stack_t_ *s = &stacks[used[k]];
+        ln += s->live_count, lb += s->live_bytes;
+        an += s->alloc_count, ab += s->alloc_bytes;
+    }
     out_str(&o, "heap profile: ");
     out_counts(&o, ln, lb, an, ab);
     out_str(&o, " @ heap_v2/");
     out_num(&o, bx_options.prof_rate, 10, 0);
     out_str(&o, "\n");
-    for (size_t i = 0; i < STACK_SLOTS; i++) {
-        stack_t_ *s = &stacks[i];
-        if (!s->hash) continue;
+    for (size_t k = 0; k < n_stacks; k++) {
+        stack_t_ *s = &stacks[used[k]];
         out_counts(&o, s->live_count, s->live_bytes, s->alloc_count, s->alloc_bytes);
         out_str(&o, " @");
         for (uint32_t f = 0; f < s->depth; f++) {
@@ -304,9 +289,9 @@ static double one_minus_exp_neg(double r) {
  * samples) last. */
 static void write_folded(int fd, bool names) {
     out_t o = {.fd = fd};
-    for (size_t i = 0; i < STACK_SLOTS; i++) {
-        stack_t_ *s = &stacks[i];
-        if (!s->hash || !s->live_count) continue;
+    for (size_t k = 0; k < n_stacks; k++) {
+        stack_t_ *s = &stacks[used[k]];
+        if (!s->live_count) continue;
         for (uint32_t f = s->depth; f-- > 0;) {
             out_frame(&o, s->pcs[f], names);
             if (f) out_str(&o, ";");
@@ -381,6 +366,11 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
     bx_prof_busy = true;
     uintptr_t pcs[MAX_FRAMES];
     int depth = collect_stack(pcs);
+    /* A small object's bin still sees this malloc, and later its free: the object it would
+     * have handed out is held aside meanwhile. Without it, the free that has no malloc to
+     * follow it leaves an extra object on the chain stack, and a FIFO program then starts a
+     * new chain at every block until the sample is freed (+60% instructions on fifo8k). */
+    void *shadow = size <= BX_SMALL_MAX ? bobox_malloc(size) : NULL;
     bool fresh;
     bx_heap_t *h = bx_thread_heap();
     void *p = h ? bx_heap_alloc_large(h, size, BX_ALIGNMENT, &fresh) : bx_large_alloc(size, BX_ALIGNMENT, 0, &fresh);
@@ -388,11 +378,12 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
         bx_lock(&prof_lock);
         n_samples++;
         int64_t slot = stack_slot(pcs, depth);
-        if (slot >= 0 && live_insert((uintptr_t)p, (uint32_t)slot, size)) {
+        if (slot >= 0 && live_insert((uintptr_t)p, (uint32_t)slot, size, shadow)) {
             stack_t_ *s = &stacks[slot];
             s->alloc_count++, s->alloc_bytes += size;
             s->live_count++, s->live_bytes += size;
             live_bytes_total += size;
+            shadow = NULL;
         } else {
             n_dropped++;
         }
@@ -403,18 +394,20 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
         unlock_and_catch_up();
     }
     bx_prof_busy = false;
+    if (shadow) bobox_free(shadow);
     return p;
 }
 
 void bx_prof_forget(const void *p) {
     bx_lock(&prof_lock);
-    live_t e;
+    live_t e = {0};
     if (live_remove((uintptr_t)p, &e)) {
         stacks[e.stack].live_count--;
         stacks[e.stack].live_bytes -= e.size;
         live_bytes_total -= e.size;
     }
     unlock_and_catch_up();
+    if (e.shadow) bobox_free(e.shadow);
 }
 
 /* ---- start, dumps, state -------------------------------------------------------------- */
@@ -422,8 +415,9 @@ void bx_prof_forget(const void *p) {
 void bx_prof_init(void) {
     if (!bx_options.prof_prefix) return;
     stacks = bx_os_map(STACK_SLOTS * sizeof *stacks);
+    used = bx_os_map(STACK_SLOTS * sizeof *used);
     live = bx_os_map(LIVE_SLOTS * sizeof *live);
-    if (!stacks || !live) {
+    if (!stacks || !used || !live || !bx_stackwalk_init()) {
         bx_message("bobox: BOBOX_PROF: no memory for the profiler's tables; profiling stays off\n");
         return;
     }

@@ -24,7 +24,8 @@ int64_t bx_prof_first_interval(void);
 /* The countdown went below zero with this allocation: samples it while profiling (NULL: not
  * sampled, bx_malloc_slow carries on as usual) and starts the next countdown. */
 void *bx_prof_due(size_t size);
-/* A large object is freed or moved: forget it if it was sampled. */
+/* A large object is freed or moved: forget it if it was sampled (and free what its bin held
+ * aside for it). */
 void bx_prof_forget(const void *p);
 
 struct bx_prof_state {

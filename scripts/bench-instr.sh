@@ -117,7 +117,7 @@ FAULTS=
 
 [ -n "$OUT" ] && { mkdir -p "$(dirname "$OUT")"; echo "workload,alloc,instr_per_op,minflt_per_op" > "$OUT"; }
 printf '%-12s' workload; for a in $ALLOCS; do printf '%12s' "${a##*/}"; done; echo "   (instructions per operation)"
-first=${ALLOCS%% *}
+first=${ALLOCS%% *}; first=${first//\//_}
 for spec in $(cut -d: -f1,2 <<<"$SPECS"); do
   w=${spec%%:*} s=${spec#*:}
   [ -n "$ONLY" ] && case "$ONLY" in *" $w "*) ;; *) continue ;; esac

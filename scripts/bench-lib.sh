@@ -53,6 +53,10 @@ bench_alloc_setup() {
               ALLOC_PRELOAD=$lib ;;
     bobox)    [ -f "$BENCH_BOBOX_DIR/libbobox.so" ] || { ALLOC_WHY="build/libbobox.so not built (make all)"; return 1; }
               ALLOC_PRELOAD=$BENCH_BOBOX_DIR/libbobox.so ;;
+    bobox-prof) # the heap profiler on at its default rate: its cost (docs/profiling.md)
+              [ -f "$BENCH_BOBOX_DIR/libbobox.so" ] || { ALLOC_WHY="build/libbobox.so not built (make all)"; return 1; }
+              ALLOC_PRELOAD=$BENCH_BOBOX_DIR/libbobox.so
+              ALLOC_ENV=BOBOX_PROF=${TMPDIR:-/tmp}/bobox-bench-prof ;;
     bobox-pin*)
               [ -f "$BENCH_BOBOX_DIR/libbobox.so" ] || { ALLOC_WHY="build/libbobox.so not built (make all)"; return 1; }
               [ -f "$BENCH_BOBOX_DIR/libbobox-pin.so" ] || { ALLOC_WHY="build/libbobox-pin.so not built"; return 1; }
