@@ -29,16 +29,24 @@ static _Unwind_Reason_Code libgcc_step(struct _Unwind_Context *ctx, void *arg) {
     libgcc_walk_t *w = arg;
     uintptr_t ip = _Unwind_GetIP(ctx);
     if (!ip) return _URC_END_OF_STACK;
-    if (w->seen++ == 0) return _URC_NO_REASON; /* bx_stackwalk_libgcc itself */
+    if (w->seen++ < 2) return _URC_NO_REASON; /* libgcc_walk and its caller (ours) */
     if (w->n == 0 && ip >= w->skip_lo && ip < w->skip_hi) return _URC_NO_REASON;
     w->pcs[w->n++] = ip;
     return w->n == w->max ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
-BX_NOINLINE int bx_stackwalk_libgcc(uintptr_t *pcs, int max, uintptr_t skip_lo, uintptr_t skip_hi) {
+/* Called, never inlined, by bx_stackwalk and bx_stackwalk_libgcc, and not as a tail call (the
+ * empty asm after it), so that both frames it leaves out are there in every build. */
+static BX_NOINLINE int libgcc_walk(uintptr_t *pcs, int max, uintptr_t skip_lo, uintptr_t skip_hi) {
     libgcc_walk_t w = {pcs, 0, max, 0, skip_lo, skip_hi};
     if (max > 0) _Unwind_Backtrace(libgcc_step, &w);
     return w.n;
+}
+
+BX_NOINLINE int bx_stackwalk_libgcc(uintptr_t *pcs, int max, uintptr_t skip_lo, uintptr_t skip_hi) {
+    int n = libgcc_walk(pcs, max, skip_lo, skip_hi);
+    __asm__ volatile("" ::: "memory");
+    return n;
 }
 
 #if defined(__x86_64__)
@@ -334,12 +342,12 @@ libgcc:
 #define FRAME_MAX (1ul << 20)
 
 BX_NOINLINE int bx_stackwalk(uintptr_t *pcs, int max, uintptr_t skip_lo, uintptr_t skip_hi) {
-    if (!rules || max <= 0) return bx_stackwalk_libgcc(pcs, max, skip_lo, skip_hi);
-    uintptr_t pc, sp, bp;
-    __asm__ volatile("leaq 0f(%%rip), %0\n0:\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
     int n = 0;
+    uintptr_t pc, sp, bp;
+    if (!rules || max <= 0) goto libgcc;
+    __asm__ volatile("leaq 0f(%%rip), %0\n0:\n\tmovq %%rsp, %1\n\tmovq %%rbp, %2" : "=r"(pc), "=r"(sp), "=r"(bp));
     for (uintptr_t at = pc; n < max; at = pc - 1) { /* a return address may be the next function's first byte */
-        if (BX_UNLIKELY(at >> (64 - RULE_BITS))) return bx_stackwalk_libgcc(pcs, max, skip_lo, skip_hi);
+        if (BX_UNLIKELY(at >> (64 - RULE_BITS))) goto libgcc;
         _Atomic uint64_t *slot = &rules[(at * 0x9E3779B97F4A7C15ull) >> (64 - RULE_SLOT_BITS)];
         uint64_t e = atomic_load_explicit(slot, memory_order_relaxed);
         if (BX_UNLIKELY(e >> RULE_BITS != at)) {
@@ -351,7 +359,7 @@ BX_NOINLINE int bx_stackwalk(uintptr_t *pcs, int max, uintptr_t skip_lo, uintptr
         unsigned off = (unsigned)(e >> OFF_SHIFT) & OFF_MASK, rbp = (unsigned)(e >> RBP_SHIFT) & RBP_MAX;
         if (BX_UNLIKELY(off > OFF_MAX)) {
             if (off == OFF_END) break;
-            return bx_stackwalk_libgcc(pcs, max, skip_lo, skip_hi);
+            goto libgcc;
         }
         uintptr_t cfa = (e & CFA_RBP ? bp : sp) + off * 8;
         if (cfa - sp - 1 >= FRAME_MAX || cfa % 8) break; /* not a frame above this one */
@@ -363,14 +371,20 @@ BX_NOINLINE int bx_stackwalk(uintptr_t *pcs, int max, uintptr_t skip_lo, uintptr
         pcs[n++] = pc;
     }
     return n;
+libgcc:
+    n = libgcc_walk(pcs, max, skip_lo, skip_hi);
+    __asm__ volatile("" ::: "memory");
+    return n;
 }
 
 #else
 
 bool bx_stackwalk_init(void) { return true; }
 
-int bx_stackwalk(uintptr_t *pcs, int max, uintptr_t skip_lo, uintptr_t skip_hi) {
-    return bx_stackwalk_libgcc(pcs, max, skip_lo, skip_hi);
+BX_NOINLINE int bx_stackwalk(uintptr_t *pcs, int max, uintptr_t skip_lo, uintptr_t skip_hi) {
+    int n = libgcc_walk(pcs, max, skip_lo, skip_hi);
+    __asm__ volatile("" ::: "memory");
+    return n;
 }
 
 #endif
