@@ -100,12 +100,13 @@ static bx_large_t *refit(bx_large_t *l, size_t need) {
 }
 
 /* BOBOX_MEM on a fresh mapping, before anything touches it: the policy stays with the mapping
- * through the cache and mremap. Without a setting, the node of the allocating thread. */
+ * through the cache and mremap. Without a setting, the node of the allocating thread (called
+ * only with more than one node, or a setting). */
 static void place(void *base, size_t size, void *arg) {
     int node = *(const int *)arg;
     const bx_mempolicy_t *m = &bx_options.mem;
     if (m->mode == BX_MEM_LOCAL) {
-        bx_node_bind(base, size, node);
+        bx_os_bind(base, size, node);
         return;
     }
     unsigned long own[BX_MEM_LONGS] = {0};

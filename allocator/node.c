@@ -67,10 +67,10 @@ void bx_node_init(void) {
 
 int bx_node_count(void) { return node_count; }
 int bx_node_of_cpu(int cpu) { return cpu >= 0 && cpu < BX_MAX_CPUS ? cpu_node[cpu] : 0; }
-/* On one node neither call is made: a sandbox may kill on getcpu or mbind, and glibc's
- * malloc makes neither. */
+/* On one node neither getcpu nor mbind is called (mappings are bound only where there is
+ * more than one node, or BOBOX_MEM): a sandbox may kill on either, and glibc's malloc makes
+ * neither. */
 int bx_node_current(void) { return node_count > 1 ? bx_node_of_cpu(bx_os_current_cpu()) : 0; }
-bool bx_node_bind(void *p, size_t size, int node) { return node_count > 1 ? bx_os_bind(p, size, node) : true; }
 
 static void bind_to(void *p, size_t size, void *node) { bx_os_bind(p, size, *(const int *)node); }
 

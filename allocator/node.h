@@ -22,8 +22,6 @@ int bx_node_count(void);
 int bx_node_of_cpu(int cpu);
 /* Node of the CPU the calling thread runs on now. */
 int bx_node_current(void);
-/* Prefers `node` for the range's pages (mbind), where there is more than one. */
-bool bx_node_bind(void *p, size_t size, int node);
 
 /* A superblock of `node` registered in the pagemap under `tag`, or NULL (ENOMEM). */
 bx_superblock_t *bx_node_take(int node, unsigned tag);

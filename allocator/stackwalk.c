@@ -85,8 +85,8 @@ typedef struct {
 /* The table's word for a rule (pc below 2^47): what it cannot express goes to libgcc. */
 static uint64_t encode(uintptr_t pc, const rule_t *r) {
     unsigned off = OFF_LIBGCC, rbp = 0;
-    if (r->libgcc) off = OFF_LIBGCC;
-    else if (r->ra_off == INT64_MIN) off = OFF_END;
+    if (r->libgcc) return (uint64_t)pc << RULE_BITS | OFF_LIBGCC << OFF_SHIFT;
+    if (r->ra_off == INT64_MIN) off = OFF_END;
     else if (r->ra_off == -8 && r->cfa_off > 0 && r->cfa_off % 8 == 0 && (uint64_t)r->cfa_off / 8 <= OFF_MAX &&
              r->rbp_off <= 0 && r->rbp_off % 8 == 0 && (uint64_t)-r->rbp_off / 8 <= RBP_MAX) {
         off = (unsigned)(r->cfa_off / 8);
