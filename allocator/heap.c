@@ -260,6 +260,13 @@ void *bx_heap_alloc_large(bx_heap_t *h, size_t size, size_t alignment, bool *fre
     return p;
 }
 
+void *bx_heap_alloc_sample(bx_heap_t *h, size_t size) {
+    bx_heap_tick(h);
+    void *p = bx_large_alloc_sample(size, h->node);
+    if (p) h->counters.large++;
+    return p;
+}
+
 void *bx_heap_alloc(bx_heap_t *h, size_t size) {
     if (size <= BX_SMALL_MAX) {
         unsigned bin = bx_small_bin(size);

@@ -76,6 +76,8 @@ void *bx_heap_alloc(bx_heap_t *h, size_t size);
 void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin);
 void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin);
 void *bx_heap_alloc_large(bx_heap_t *h, size_t size, size_t alignment, bool *fresh);
+/* A sampled object of at most BX_MEDIUM_MAX bytes (prof.c), from the samples' pool. */
+void *bx_heap_alloc_sample(bx_heap_t *h, size_t size);
 
 /* A local free that starts a new chain; drains the remote frees once past their threshold. */
 void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk);

@@ -73,24 +73,23 @@ static uint64_t next_random(void) {
     return tls_rng;
 }
 
-/* -ln(u) for u in (0, 1], without libm: u = m * 2^e, ln m by the atanh series. */
-static double minus_log(double u) {
-    int e = 0;
-    while (u < 1.0) {
-        u *= 2.0;
-        e--;
-    }
-    double t = (u - 1.0) / (u + 1.0), t2 = t * t;
+/* -ln(x / 2^53) for x in [1, 2^53], without libm: x = m * 2^e with m in [1, 2) from the bits
+ * (no loop: halving until below 1 cost a mispredicted branch or two per sample), ln m by the
+ * atanh series (t <= 1/3: the terms to t^11 leave an error below 1e-7). */
+static double minus_log_fraction(uint64_t x) {
+    int e = 63 - __builtin_clzll(x);
+    union { uint64_t bits; double d; } scale = {.bits = (uint64_t)(1023 - e) << 52}; /* 2^-e */
+    double m = (double)x * scale.d;
+    double t = (m - 1.0) / (m + 1.0), t2 = t * t;
     double ln_m = 2.0 * t * (1.0 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9 + t2 / 11)))));
-    return -(e * 0.69314718055994530942 + ln_m);
+    return (53 - e) * 0.69314718055994530942 - ln_m;
 }
 
 /* Exponentially distributed with mean `rate`: sampling is then memoryless, and every
  * allocation of s bytes is sampled with probability 1 - exp(-s / rate), whatever the
  * pattern (pprof's heap_v2 scaling undoes exactly that). */
 static int64_t next_interval(void) {
-    double u = (double)((next_random() >> 11) + 1) / 9007199254740992.0; /* (0, 1] */
-    double v = minus_log(u) * (double)bx_options.prof_rate;
+    double v = minus_log_fraction((next_random() >> 11) + 1) * (double)bx_options.prof_rate;
     return v < 1 ? 1 : v > 1e15 ? (int64_t)1e15 : (int64_t)v;
 }
 
@@ -362,7 +361,10 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
         return NULL;
     }
     if (bx_prof_busy) return NULL; /* the profiler's own malloc: the sample waits for the next */
-    bx_tls_alloc.sample_left = next_interval();
+    /* Until the sample is served, nothing counts: the shadow below stands for the sample's
+     * bytes, already counted. A shadow that went below zero used to come back through here,
+     * busy, and take the bin's next chain with objects left on the top one. */
+    bx_tls_alloc.sample_left = INT64_MAX;
     bx_prof_busy = true;
     uintptr_t pcs[MAX_FRAMES];
     int depth = collect_stack(pcs);
@@ -373,7 +375,11 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
     void *shadow = size <= BX_SMALL_MAX ? bobox_malloc(size) : NULL;
     bool fresh;
     bx_heap_t *h = bx_thread_heap();
-    void *p = h ? bx_heap_alloc_large(h, size, BX_ALIGNMENT, &fresh) : bx_large_alloc(size, BX_ALIGNMENT, 0, &fresh);
+    void *p;
+    if (size <= BX_MEDIUM_MAX)
+        p = h ? bx_heap_alloc_sample(h, size) : bx_large_alloc_sample(size, 0);
+    else
+        p = h ? bx_heap_alloc_large(h, size, BX_ALIGNMENT, &fresh) : bx_large_alloc(size, BX_ALIGNMENT, 0, &fresh);
     if (p) {
         bx_lock(&prof_lock);
         n_samples++;
@@ -394,6 +400,7 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
         unlock_and_catch_up();
     }
     bx_prof_busy = false;
+    bx_tls_alloc.sample_left = next_interval();
     if (shadow) bobox_free(shadow);
     return p;
 }

@@ -33,10 +33,12 @@ BX_API void *bobox_realloc(void *p, size_t size) {
     }
     /* Fits, and would not waste more than half: keep it. */
     if (size <= r.usable && (size >= r.usable / 2 || r.usable <= 64)) return p;
-    if (r.tag == BX_TAG_LARGE && size > BX_MEDIUM_MAX) {
+    if (r.tag == BX_TAG_LARGE && size > BX_MEDIUM_MAX && !r.large->sample) {
         /* The object grows its own mapping. Moving into a cached one and unmapping this one
          * kept threads that grow vectors short of mappings: they faulted in fresh ones again
-         * and again. */
+         * and again. A profiler's sample moves out instead: grown, it would leave the
+         * samples' pool, which would then map and fault in a fresh one for the next sample
+         * (realloc: 4.6 times the page faults of profiling off). */
         void *q = bx_large_realloc(r.large, size);
         if (q && q != p && BX_UNLIKELY(bx_prof_on)) bx_prof_forget(p);
         if (q) return q;
