@@ -30,6 +30,7 @@ bigbuf:0.02:bigbuf 1 SCALE
 mixed:0.01:mixed 1 SCALE
 batches-t1:0.01:batches 1 SCALE
 server-t2:0.01:server 2 SCALE
+server-t1:0.01:server 1 SCALE
 pipeline:0.01:pipeline 2 SCALE
 prodcons:0.01:prodcons 2 SCALE
 realloc:0.01:realloc 2 SCALE
