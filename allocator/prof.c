@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "bobox.h"
+#include "fdout.h"
 #include "large.h"
 #include "lock.h"
 #include "options.h"
@@ -173,106 +174,70 @@ static bool live_remove(uintptr_t a, live_t *out) {
 
 /* ---- writing profiles: plain write(2), our own number formatting ------------------------ */
 
-typedef struct {
-    int fd;
-    size_t len;
-    char buf[4096];
-} out_t;
-
-static void out_flush(out_t *o) {
-    for (size_t off = 0; off < o->len;) {
-        ssize_t w = write(o->fd, o->buf + off, o->len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        off += (size_t)w;
-    }
-    o->len = 0;
-}
-
-static void out_str(out_t *o, const char *s) {
-    for (; *s; s++) {
-        if (o->len == sizeof o->buf) out_flush(o);
-        o->buf[o->len++] = *s;
-    }
-}
-
-static void out_num(out_t *o, uint64_t v, unsigned base, int width) {
-    char tmp[24];
-    int n = 0;
-    do tmp[n++] = "0123456789abcdef"[v % base];
-    while ((v /= base) != 0);
-    char line[48];
-    int k = 0;
-    for (; width > n && k < 24; width--) line[k++] = ' ';
-    while (n) line[k++] = tmp[--n];
-    line[k] = 0;
-    out_str(o, line);
-}
-
-static void out_counts(out_t *o, size_t live_n, size_t live_b, size_t all_n, size_t all_b) {
-    out_num(o, live_n, 10, 6);
-    out_str(o, ": ");
-    out_num(o, live_b, 10, 8);
-    out_str(o, " [");
-    out_num(o, all_n, 10, 6);
-    out_str(o, ": ");
-    out_num(o, all_b, 10, 8);
-    out_str(o, "]");
+static void out_counts(bx_fdout_t *o, size_t live_n, size_t live_b, size_t all_n, size_t all_b) {
+    bx_fdout_num(o, live_n, 10, 6);
+    bx_fdout_str(o, ": ");
+    bx_fdout_num(o, live_b, 10, 8);
+    bx_fdout_str(o, " [");
+    bx_fdout_num(o, all_n, 10, 6);
+    bx_fdout_str(o, ": ");
+    bx_fdout_num(o, all_b, 10, 8);
+    bx_fdout_str(o, "]");
 }
 
 /* gperftools' heap profile (what google-pprof reads): counts and bytes of the samples,
  * which pprof scales by heap_v2/RATE; then the mappings, for symbols. */
 static void write_heap(int fd) {
-    out_t o = {.fd = fd};
+    bx_fdout_t o = {.fd = fd};
     size_t ln = 0, lb = 0, an = 0, ab = 0;
     for (size_t k = 0; k < n_stacks; k++) {
         const stack_t_ *s = &stacks[used[k]];
         ln += s->live_count, lb += s->live_bytes;
         an += s->alloc_count, ab += s->alloc_bytes;
     }
-    out_str(&o, "heap profile: ");
+    bx_fdout_str(&o, "heap profile: ");
     out_counts(&o, ln, lb, an, ab);
-    out_str(&o, " @ heap_v2/");
-    out_num(&o, bx_options.prof_rate, 10, 0);
-    out_str(&o, "\n");
+    bx_fdout_str(&o, " @ heap_v2/");
+    bx_fdout_num(&o, bx_options.prof_rate, 10, 0);
+    bx_fdout_str(&o, "\n");
     for (size_t k = 0; k < n_stacks; k++) {
         stack_t_ *s = &stacks[used[k]];
         out_counts(&o, s->live_count, s->live_bytes, s->alloc_count, s->alloc_bytes);
-        out_str(&o, " @");
+        bx_fdout_str(&o, " @");
         for (uint32_t f = 0; f < s->depth; f++) {
-            out_str(&o, " 0x");
-            out_num(&o, s->pcs[f], 16, 0);
+            bx_fdout_str(&o, " 0x");
+            bx_fdout_num(&o, s->pcs[f], 16, 0);
         }
-        out_str(&o, "\n");
+        bx_fdout_str(&o, "\n");
     }
-    out_str(&o, "\nMAPPED_LIBRARIES:\n");
-    out_flush(&o);
+    bx_fdout_str(&o, "\nMAPPED_LIBRARIES:\n");
+    bx_fdout_flush(&o);
     int maps = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
     if (maps >= 0) {
         ssize_t n;
         while ((n = read(maps, o.buf, sizeof o.buf)) > 0 || (n < 0 && errno == EINTR))
-            if (n > 0) o.len = (size_t)n, out_flush(&o);
+            if (n > 0) o.len = (size_t)n, bx_fdout_flush(&o);
         close(maps);
     }
 }
 
 /* One frame by name: the symbol if the dynamic linker knows it, else module+offset. A
  * return address is one past the call, hence pc - 1. */
-static void out_frame(out_t *o, uintptr_t pc, bool names) {
+static void out_frame(bx_fdout_t *o, uintptr_t pc, bool names) {
     Dl_info info;
     if (names && dladdr((void *)(pc - 1), &info) && info.dli_fname) {
         if (info.dli_sname) {
-            out_str(o, info.dli_sname);
+            bx_fdout_str(o, info.dli_sname);
             return;
         }
         const char *base = strrchr(info.dli_fname, '/');
-        out_str(o, base ? base + 1 : info.dli_fname);
-        out_str(o, "+0x");
-        out_num(o, pc - 1 - (uintptr_t)info.dli_fbase, 16, 0);
+        bx_fdout_str(o, base ? base + 1 : info.dli_fname);
+        bx_fdout_str(o, "+0x");
+        bx_fdout_num(o, pc - 1 - (uintptr_t)info.dli_fbase, 16, 0);
         return;
     }
-    out_str(o, "0x");
-    out_num(o, pc - 1, 16, 0);
+    bx_fdout_str(o, "0x");
+    bx_fdout_num(o, pc - 1, 16, 0);
 }
 
 /* 1 - exp(-r) for r >= 0, without libm: exp(r) = (1 + r/2^k)^(2^k) for small r/2^k. */
@@ -287,22 +252,22 @@ static double one_minus_exp_neg(double r) {
 /* Folded stacks for flame graphs: outermost frame first, live bytes (scaled back from the
  * samples) last. */
 static void write_folded(int fd, bool names) {
-    out_t o = {.fd = fd};
+    bx_fdout_t o = {.fd = fd};
     for (size_t k = 0; k < n_stacks; k++) {
         stack_t_ *s = &stacks[used[k]];
         if (!s->live_count) continue;
         for (uint32_t f = s->depth; f-- > 0;) {
             out_frame(&o, s->pcs[f], names);
-            if (f) out_str(&o, ";");
+            if (f) bx_fdout_str(&o, ";");
         }
         /* A sample of mean size m stands for m / (1 - exp(-m / rate)) bytes. */
         double mean = (double)s->live_bytes / (double)s->live_count;
         double e = one_minus_exp_neg(mean / (double)bx_options.prof_rate);
-        out_str(&o, " ");
-        out_num(&o, (uint64_t)((double)s->live_bytes / e), 10, 0);
-        out_str(&o, "\n");
+        bx_fdout_str(&o, " ");
+        bx_fdout_num(&o, (uint64_t)((double)s->live_bytes / e), 10, 0);
+        bx_fdout_str(&o, "\n");
     }
-    out_flush(&o);
+    bx_fdout_flush(&o);
 }
 
 static int open_out(const char *path) {

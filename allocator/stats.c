@@ -3,8 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,6 +12,7 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "fdout.h"
 #include "prof.h"
 
 static void add_heap(bx_heap_t *h, void *arg) {
@@ -78,48 +77,19 @@ static void add_ranges(bx_heap_t *h, void *arg) {
     r->medium_live_bytes += h->counters.medium_live_bytes;
 }
 
-/* Buffered writes with snprintf (numbers and strings only: no malloc). */
-typedef struct {
-    int fd, failed;
-    size_t len;
-    char buf[8192];
-} json_t;
-
-static void json_flush(json_t *j) {
-    for (size_t off = 0; off < j->len;) {
-        ssize_t w = write(j->fd, j->buf + off, j->len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            if (!j->failed) j->failed = w < 0 ? errno : EIO;
-            break;
-        }
-        off += (size_t)w;
-    }
-    j->len = 0;
-}
-
-__attribute__((format(printf, 2, 3))) static void json_put(json_t *j, const char *fmt, ...) {
-    if (j->len + 512 > sizeof j->buf) json_flush(j);
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(j->buf + j->len, sizeof j->buf - j->len, fmt, ap);
-    va_end(ap);
-    if (n > 0) j->len += (size_t)n < sizeof j->buf - j->len ? (size_t)n : sizeof j->buf - j->len - 1;
-}
-
 /* A JSON string: quotes, backslashes and control characters escaped. */
-static void json_string(json_t *j, const char *s) {
-    json_put(j, "\"");
+static void json_string(bx_fdout_t *j, const char *s) {
+    bx_fdout_fmt(j, "\"");
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
-            json_put(j, "\\%c", c);
+            bx_fdout_fmt(j, "\\%c", c);
         else if (c < 0x20)
-            json_put(j, "\\u%04x", c);
+            bx_fdout_fmt(j, "\\u%04x", c);
         else
-            json_put(j, "%c", c);
+            bx_fdout_fmt(j, "%c", c);
     }
-    json_put(j, "\"");
+    bx_fdout_fmt(j, "\"");
 }
 
 BX_API int bobox_stats_json(int fd) {
@@ -130,47 +100,47 @@ BX_API int bobox_stats_json(int fd) {
     bx_lock(&ranges_lock);
     memset(&r, 0, sizeof r);
     bx_thread_for_each_heap(add_ranges, &r);
-    json_t j = {.fd = fd};
-    json_put(&j, "{\"version\": 1, \"pid\": %d, ", (int)getpid());
-    json_put(&j, "\"memory\": {\"in_use_bytes\": %zu, \"mapped_bytes\": %zu, \"peak_mapped_bytes\": %zu, "
+    bx_fdout_t j = {.fd = fd};
+    bx_fdout_fmt(&j, "{\"version\": 1, \"pid\": %d, ", (int)getpid());
+    bx_fdout_fmt(&j, "\"memory\": {\"in_use_bytes\": %zu, \"mapped_bytes\": %zu, \"peak_mapped_bytes\": %zu, "
                  "\"released_bytes\": %zu}, ",
              s.allocated_bytes, s.mapped_bytes, s.peak_mapped_bytes, s.released_bytes);
-    json_put(&j, "\"remote_frees\": %zu, ", s.remote_frees);
-    json_put(&j, "\"size_ranges\": {\"small\": {\"max_bytes\": %zu, \"allocs\": %zu, \"live_bytes\": %zu, \"classes\": [",
+    bx_fdout_fmt(&j, "\"remote_frees\": %zu, ", s.remote_frees);
+    bx_fdout_fmt(&j, "\"size_ranges\": {\"small\": {\"max_bytes\": %zu, \"allocs\": %zu, \"live_bytes\": %zu, \"classes\": [",
              (size_t)BX_SMALL_MAX, s.small_allocs, r.small_live_bytes);
     bool first = true;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         if (!r.small_allocs[i]) continue;
-        json_put(&j, "%s{\"size\": %u, \"allocs\": %zu, \"live_objects\": %zu}", first ? "" : ", ", bx_small_size[i],
+        bx_fdout_fmt(&j, "%s{\"size\": %u, \"allocs\": %zu, \"live_objects\": %zu}", first ? "" : ", ", bx_small_size[i],
                  r.small_allocs[i], r.small_live[i]);
         first = false;
     }
-    json_put(&j, "]}, \"medium\": {\"max_bytes\": %zu, \"allocs\": %zu, \"live_bytes\": %zu}, ", (size_t)BX_MEDIUM_MAX,
+    bx_fdout_fmt(&j, "]}, \"medium\": {\"max_bytes\": %zu, \"allocs\": %zu, \"live_bytes\": %zu}, ", (size_t)BX_MEDIUM_MAX,
              s.medium_allocs, r.medium_live_bytes);
-    json_put(&j, "\"large\": {\"allocs\": %zu, \"live_objects\": %zu, \"live_bytes\": %zu}}, ", s.large_allocs,
+    bx_fdout_fmt(&j, "\"large\": {\"allocs\": %zu, \"live_objects\": %zu, \"live_bytes\": %zu}}, ", s.large_allocs,
              s.large_objects, s.large_bytes);
     bx_unlock(&ranges_lock);
-    json_put(&j, "\"nodes\": [");
+    bx_fdout_fmt(&j, "\"nodes\": [");
     for (int node = 0; node < bx_node_count(); node++)
-        json_put(&j, "%s{\"node\": %d, \"superblocks_in_use\": %zu, \"superblocks_cached\": %zu}", node ? ", " : "", node,
+        bx_fdout_fmt(&j, "%s{\"node\": %d, \"superblocks_in_use\": %zu, \"superblocks_cached\": %zu}", node ? ", " : "", node,
                  bx_node_superblocks_in_use_on(node), bx_node_superblocks_cached_on(node));
-    json_put(&j, "], \"caches\": {\"superblocks_cached\": %zu, \"superblock_bytes\": %zu, \"large_cached_bytes\": %zu, "
+    bx_fdout_fmt(&j, "], \"caches\": {\"superblocks_cached\": %zu, \"superblock_bytes\": %zu, \"large_cached_bytes\": %zu, "
                  "\"limit_bytes\": %zu, \"decay_ms\": %llu}, ",
              s.superblocks_cached, (size_t)BX_SUPERBLOCK_SIZE, s.large_cached_bytes, bx_options.cache_bytes,
              (unsigned long long)bx_options.decay_ms);
-    json_put(&j, "\"heaps\": {\"live\": %zu, \"abandoned\": %zu, \"superblocks_in_use\": %zu}, ", s.heaps_live,
+    bx_fdout_fmt(&j, "\"heaps\": {\"live\": %zu, \"abandoned\": %zu, \"superblocks_in_use\": %zu}, ", s.heaps_live,
              s.heaps_abandoned, s.superblocks_in_use);
     struct bx_prof_state p;
     bx_prof_state(&p);
-    json_put(&j, "\"profiler\": {\"enabled\": %s, \"prefix\": ", bx_prof_on ? "true" : "false");
+    bx_fdout_fmt(&j, "\"profiler\": {\"enabled\": %s, \"prefix\": ", bx_prof_on ? "true" : "false");
     if (bx_prof_on)
         json_string(&j, bx_options.prof_prefix);
     else
-        json_put(&j, "null");
-    json_put(&j, ", \"rate_bytes\": %zu, \"samples\": %zu, \"live_samples\": %zu, \"live_sampled_bytes\": %zu, "
+        bx_fdout_fmt(&j, "null");
+    bx_fdout_fmt(&j, ", \"rate_bytes\": %zu, \"samples\": %zu, \"live_samples\": %zu, \"live_sampled_bytes\": %zu, "
                  "\"stacks\": %zu, \"dropped\": %zu, \"dumps\": %zu}}\n",
              p.rate, p.samples, p.live_samples, p.live_sampled_bytes, p.stacks, p.dropped, p.dumps);
-    json_flush(&j);
+    bx_fdout_flush(&j);
     if (j.failed) {
         errno = j.failed;
         return -1;
