@@ -121,7 +121,6 @@ void *bx_bin_alloc_next(bx_bin_t *b) {
 }
 
 void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count) {
-    if (top_spent(b)) drop_spent_top(b);
     if (blk->list == BX_LIST_NONE) blk->list = BX_LIST_QUEUE; /* fresh from the cache */
     blk->chain_refs++;
     bx_chainstack_push(&b->chains, blk, count);

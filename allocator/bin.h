@@ -72,7 +72,9 @@ void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap);
 /* bx_bin_alloc with a spent top chain (or an empty stack): the next chain, if any. */
 void *bx_bin_alloc_next(bx_bin_t *b);
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk);
-/* Puts a chain of `count` of blk's free objects on top (a keep block's, or a refill's). */
+/* Puts a chain of `count` of blk's free objects on top (a keep block's, or a refill's). The top
+ * must not be spent (every caller has just dropped a spent one or found the stack empty): a
+ * record below the top counts at least one object. */
 void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count);
 /* A free that bypasses the chain stack (frees from other threads, DESIGN §4). */
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj);
