@@ -61,12 +61,5 @@ for script in test/system/*.sh; do
     run_script "$script"
 done
 
-if [ ${#failures[@]} -gt 0 ]; then
-    echo "failed:"; printf '  %s\n' "${failures[@]}"
-fi
-if [ $skipped -gt 0 ]; then
-    echo "$passed passed, $failed failed, $skipped skipped"
-else
-    echo "$passed passed, $failed failed"
-fi
-[ $failed -eq 0 ]
+source "$BOBOX_ROOT/scripts/summary.sh"
+print_summary

@@ -185,12 +185,5 @@ boot() { # SxNxCxT
 }
 
 for topo in "${topos[@]}"; do boot "$topo"; done
-if [ ${#failures[@]} -gt 0 ]; then
-    echo "failed:"; printf '  %s\n' "${failures[@]}"
-fi
-if [ $skipped -gt 0 ]; then
-    echo "$passed passed, $failed failed, $skipped skipped"
-else
-    echo "$passed passed, $failed failed"
-fi
-[ $failed -eq 0 ]
+source "$ROOT/scripts/summary.sh"
+print_summary
