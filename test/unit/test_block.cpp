@@ -8,6 +8,15 @@
 #include <vector>
 #include "internals.h"
 
+namespace {
+// Block `which` of the room, formatted for small size class `bin`, owned by the stand-in heap.
+bx_block_t *format(BlockRoom &room, unsigned which, unsigned bin) {
+    bx_block_t *blk = room.block(which);
+    bx_block_init(blk, room.mem(which), fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
+    return blk;
+}
+} // namespace
+
 TEST_CASE("block: slot tests agree with division for every size and offset", "[block]") {
     BlockRoom room(1);
     char *mem = room.mem(0);
@@ -45,9 +54,8 @@ TEST_CASE("block: slot tests agree with division for every size and offset", "[b
 
 TEST_CASE("block: objects come from the bump pointer first, then from the free list", "[block]") {
     BlockRoom room(1);
-    bx_block_t *blk = room.block(0);
-    uint32_t size = bx_small_size[3];
-    bx_block_init(blk, room.mem(0), fake_heap(), nullptr, nullptr, 3, size);
+    bx_block_t *blk = format(room, 0, 3);
+    uint32_t size = blk->size;
     char *a = static_cast<char *>(bx_block_pop(blk));
     char *b = static_cast<char *>(bx_block_pop(blk));
     REQUIRE(a == bx_block_first(blk));
@@ -67,9 +75,7 @@ TEST_CASE("block: objects come from the bump pointer first, then from the free l
 TEST_CASE("block: the free list is kept as offsets, and a link written over fails the check", "[block]") {
     BlockRoom room(1);
     char *mem = room.mem(0);
-    bx_block_t *blk = room.block(0);
-    uint32_t size = bx_small_size[5];
-    bx_block_init(blk, mem, fake_heap(), nullptr, nullptr, 5, size);
+    bx_block_t *blk = format(room, 0, 5);
     char *a = static_cast<char *>(bx_block_pop(blk));
     char *b = static_cast<char *>(bx_block_pop(blk));
     bx_block_push(blk, a);
@@ -91,10 +97,8 @@ TEST_CASE("block: the free list is kept as offsets, and a link written over fail
 
 TEST_CASE("block: demoting the head hands out another slot first, and keeps the list whole", "[block]") {
     BlockRoom room(1);
-    char *mem = room.mem(0);
-    bx_block_t *blk = room.block(0);
-    uint32_t size = bx_small_size[2];
-    bx_block_init(blk, mem, fake_heap(), nullptr, nullptr, 2, size);
+    bx_block_t *blk = format(room, 0, 2);
+    uint32_t size = blk->size;
     char *a = static_cast<char *>(bx_block_pop(blk));
     char *b = static_cast<char *>(bx_block_pop(blk));
     // The only one listed: a slot never used goes first.
@@ -123,11 +127,7 @@ TEST_CASE("block: a free record of one format is not free under the next", "[blo
     // Odd (never an aligned pointer) and negative (never a user-space address).
     std::vector<uintptr_t> keys;
     for (int which = 0; which < 2; which++) {
-        bx_block_t *blk = room.block(which);
-        for (unsigned bin = 0; bin < BX_SMALL_BINS; bin++) {
-            bx_block_init(blk, room.mem(which), fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
-            keys.push_back(bx_block_key(blk));
-        }
+        for (unsigned bin = 0; bin < BX_SMALL_BINS; bin++) keys.push_back(bx_block_key(format(room, which, bin)));
     }
     // Medium formats at two addresses a superblock could have.
     auto *superblock = reinterpret_cast<char *>(((uintptr_t)blocks + (2u << 20)) & ~(uintptr_t)((2u << 20) - 1));
@@ -139,16 +139,14 @@ TEST_CASE("block: a free record of one format is not free under the next", "[blo
 
     // Every record a 16 B format leaves, at every 16 B offset, read by each later format of
     // this block and by the same format of the next block.
-    bx_block_t *blk = room.block(0), *next = room.block(1);
-    bx_block_init(blk, room.mem(0), fake_heap(), nullptr, nullptr, 0, bx_small_size[0]);
-    bx_block_init(next, room.mem(1), fake_heap(), nullptr, nullptr, 0, bx_small_size[0]);
+    bx_block_t *blk = format(room, 0, 0), *next = format(room, 1, 0);
     std::vector<void *> objs;
     while (void *o = bx_block_free_count(blk) ? bx_block_pop(blk) : nullptr) objs.push_back(o);
     for (void *o : objs) bx_block_push(blk, o);
     for (void *o : objs) REQUIRE(bx_object_is_free(o, bx_block_key(blk)));
     for (void *o : objs) REQUIRE_FALSE(bx_object_is_free(o, bx_block_key(next)));
     for (unsigned bin = 1; bin < BX_SMALL_BINS; bin++) {
-        bx_block_init(blk, room.mem(0), fake_heap(), nullptr, nullptr, bin, bx_small_size[bin]);
+        format(room, 0, bin);
         for (void *o : objs) REQUIRE_FALSE(bx_object_keyed(o, bx_block_key(blk)));
     }
 }
