@@ -175,19 +175,29 @@ static bx_block_t *list_take(bx_bin_t *b, unsigned list) {
     return NULL;
 }
 
-void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
+void *bx_bin_refill_listed(bx_bin_t *b) {
     if (top_spent(b)) drop_spent_top(b); /* its block to its list: the refill order is the thesis's */
     bx_block_t *blk = list_take(b, BX_LIST_ALMOST_FULL);
     if (!blk) blk = list_take(b, BX_LIST_ALMOST_EMPTY);
-    if (!blk) {
-        char *mem = bx_blockcache_alloc(b->cache, NULL);
-        if (!mem) return NULL;
-        blk = bx_block_of(mem);
-        bx_block_init(blk, mem, heap, b->home, b, b->index, b->size);
-    }
+    if (!blk) return NULL;
     /* All its free objects become one chain on top. */
     bx_bin_push_chain(b, blk, bx_block_free_count(blk));
     return bx_bin_alloc(b);
+}
+
+void *bx_bin_refill_new(bx_bin_t *b, struct bx_heap *heap) {
+    if (top_spent(b)) drop_spent_top(b);
+    char *mem = bx_blockcache_alloc(b->cache, NULL);
+    if (!mem) return NULL;
+    bx_block_t *blk = bx_block_of(mem);
+    bx_block_init(blk, mem, heap, b->home, b, b->index, b->size);
+    bx_bin_push_chain(b, blk, bx_block_free_count(blk));
+    return bx_bin_alloc(b);
+}
+
+void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
+    void *p = bx_bin_refill_listed(b);
+    return p ? p : bx_bin_refill_new(b, heap);
 }
 
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {

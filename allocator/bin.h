@@ -69,6 +69,10 @@ uint32_t bx_bin_ring_size(uint32_t size);
 
 /* Slow paths (bin.c). The bin's cache supplies and takes back the 64 KB blocks. */
 void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap);
+/* Its two halves: a block from the lists that no chain names (almost full first), NULL if
+ * there is none (the named ones met leave the lists); then a block from the cache. */
+void *bx_bin_refill_listed(bx_bin_t *b);
+void *bx_bin_refill_new(bx_bin_t *b, struct bx_heap *heap);
 /* bx_bin_alloc with a spent top chain (or an empty stack): the next chain, if any. */
 void *bx_bin_alloc_next(bx_bin_t *b);
 void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk);

@@ -227,10 +227,13 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
         bx_bin_take_kept(b);
         return bx_bin_alloc(b);
     }
-    if (!b->lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] && !b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)] &&
-        bx_blockcache_would_grow(&h->small_blocks))
-        reclaim_empty_tops(h, b);
-    void *p = bx_bin_refill_alloc(b, h);
+    void *p = bx_bin_refill_listed(b);
+    if (!p) {
+        /* Decided after the lists, not from their heads: blocks that chains name stay listed
+         * until their chains go, and the refill skips them. */
+        if (bx_blockcache_would_grow(&h->small_blocks)) reclaim_empty_tops(h, b);
+        p = bx_bin_refill_new(b, h);
+    }
     /* Checked mode: the whole block a new chain starts on, once per refill. */
     if (BX_UNLIKELY(bx_options.check) && p) bx_checked_block(bx_block_of(p));
     return p;

@@ -253,3 +253,46 @@ TEST_CASE("bin: an entirely free top block can be taken back for another bin", "
     REQUIRE(bx_block_of(p) == blk);
     f.free_local(p);
 }
+
+TEST_CASE("bin: the lists' half of a refill skips blocks that chains name, and says so", "[bin]") {
+    // The heap asks for the lists' half first and reclaims other bins' empty tops only when
+    // it finds nothing there: the heads of the lists cannot tell, since blocks that chains
+    // name stay listed until their chains go.
+    BinFixture f(3); // 64-byte objects
+    uint32_t per = f.bin.per_block;
+    std::vector<char *> objs;
+    for (uint32_t i = 0; i < 3 * per; i++) objs.push_back(static_cast<char *>(f.alloc()));
+    bx_block_t *a = bx_block_of(objs[0]), *b = bx_block_of(objs[per]);
+    // a almost full and b almost empty by frees that bypass the stack, then one local free
+    // into each: a chain names each, and each stays on its list.
+    f.free_direct(objs[0]);
+    for (uint32_t i = 0; i < per - 2; i++) f.free_direct(objs[per + i]);
+    REQUIRE(a->list == BX_LIST_ALMOST_FULL);
+    REQUIRE(b->list == BX_LIST_ALMOST_EMPTY);
+    f.free_local(objs[1]);
+    f.free_local(objs[per + per - 2]);
+    REQUIRE((a->chain_refs == 1 && b->chain_refs == 1));
+    REQUIRE(f.bin.lists[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] == a);
+    REQUIRE(f.bin.lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)] == b);
+    REQUIRE(bx_bin_refill_listed(&f.bin) == nullptr);
+    // Both left the lists, to be settled when their chains go.
+    REQUIRE((a->list == BX_LIST_QUEUE && b->list == BX_LIST_QUEUE));
+    REQUIRE(f.bin.list_len[bx_bin_list_slot(BX_LIST_ALMOST_FULL)] == 0);
+    REQUIRE(f.bin.list_len[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)] == 0);
+    REQUIRE(bx_bin_check(&f.bin));
+    // Once their chains are used up, both are listed again and the lists' half takes one.
+    std::vector<char *> again;
+    for (int i = 0; i < 2; i++) again.push_back(static_cast<char *>(bx_bin_alloc(&f.bin)));
+    REQUIRE(bx_bin_alloc(&f.bin) == nullptr); // spent: the next malloc drops it
+    char *p = static_cast<char *>(bx_bin_refill_listed(&f.bin));
+    REQUIRE(p != nullptr);
+    REQUIRE(bx_block_of(p) == a); // almost full first
+    REQUIRE(b->list == BX_LIST_ALMOST_EMPTY);
+    REQUIRE(bx_bin_check(&f.bin));
+    again.push_back(p);
+    for (char *q : again) f.free_local(q);
+    for (uint32_t i = 2; i < per; i++) f.free_local(objs[i]);    // the rest of a
+    for (uint32_t i = 2 * per - 1; i < 3 * per; i++) f.free_local(objs[i]); // b's last, and c
+    REQUIRE(bx_bin_allocated(&f.bin) == 0);
+    REQUIRE(bx_bin_check(&f.bin));
+}
