@@ -25,9 +25,10 @@ A_OBJS  := $(patsubst allocator/%.c,$(BUILD)/a/%.o,$(ALLOC_SRCS))
 
 LIBBOBOX_SO := $(BUILD)/libbobox.so
 LIBBOBOX_A  := $(BUILD)/libbobox.a
+LIBBOBOX_DIST_A := $(BUILD)/dist/libbobox.a
 
 .PHONY: all test test-bins deps install uninstall man clean bench bench-full format
-all: $(LIBBOBOX_SO) $(LIBBOBOX_A)
+all: $(LIBBOBOX_SO) $(LIBBOBOX_A) $(LIBBOBOX_DIST_A)
 
 # -MMD: each object is rebuilt when a header it includes changes, and only then.
 $(BUILD)/so/%.o: allocator/%.c Makefile
@@ -47,6 +48,16 @@ $(LIBBOBOX_SO): $(SO_OBJS)
 $(LIBBOBOX_A): $(A_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
+
+# The archive `make install` installs: the same objects linked into one, whose internal names
+# (hidden, bx_*) are made local, so that a program linking it statically meets only bobox_*
+# names of ours (the tests' archive above keeps them global for the unit tests).
+$(LIBBOBOX_DIST_A): $(A_OBJS)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(LD) -r -o $(BUILD)/dist/bobox.o $^
+	objcopy --localize-hidden $(BUILD)/dist/bobox.o
+	ar rcs $@ $(BUILD)/dist/bobox.o
 
 # The size-class tables are constants generated from their growth rules.
 allocator/sizeclass_tables.h: scripts/gen-sizeclass.py
@@ -130,7 +141,7 @@ man: all
 install: all man
 	install -d $(DEST)/lib/pkgconfig $(DEST)/include $(DEST)/bin
 	install -m 755 $(LIBBOBOX_SO) $(INSTALL_LIBS) $(DEST)/lib/
-	install -m 644 $(LIBBOBOX_A) $(DEST)/lib/
+	install -m 644 $(LIBBOBOX_DIST_A) $(DEST)/lib/
 	install -m 644 include/bobox.h $(DEST)/include/
 	$(if $(INSTALL_BINS),install -m 755 $(INSTALL_BINS) $(DEST)/bin/)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' bobox.pc.in >$(BUILD)/bobox.pc

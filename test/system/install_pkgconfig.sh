@@ -57,13 +57,16 @@ c++ -std=c++17 -Wall -Wextra -Werror -o "$TMP/linked_cxx" "$TMP/linked_cxx.cpp" 
 out=$("$TMP/linked_cxx") || fail "the linked C++ program failed"
 [ "$out" = "1 1 1" ] || fail "-lbobox: new[], new, std::string's buffer owned: $out"
 
+# The program also defines names the allocator uses inside: the archive must not clash.
 cat >"$TMP/archive.c" <<'C'
 #include <bobox.h>
 #include <stdio.h>
 #include <stdlib.h>
+int bx_options = 7;
+int bx_heap_alloc(int x) { return x + 1; }
 int main(void) {
     void *sys = malloc(100), *ours = bobox_malloc(100);
-    printf("%d %d\n", bobox_owns(sys), bobox_owns(ours));
+    printf("%d %d %d\n", bobox_owns(sys), bobox_owns(ours), bx_heap_alloc(bx_options));
     free(sys); bobox_free(ours);
     return 0;
 }
@@ -72,7 +75,9 @@ C
 cc -std=gnu11 -Wall -Wextra -Werror -o "$TMP/archive" "$TMP/archive.c" $(pkg-config --cflags bobox) \
     "$(pkg-config --variable=archive bobox)" -pthread || fail "cannot build against the archive"
 out=$("$TMP/archive") || fail "the program linked with libbobox.a failed"
-[ "$out" = "0 1" ] || fail "libbobox.a: glibc's malloc and bobox_malloc owned: $out"
+[ "$out" = "0 1 8" ] || fail "libbobox.a: glibc's malloc and bobox_malloc owned, the program's own bx_ names: $out"
+others=$(nm -g --defined-only "$prefix/lib/libbobox.a" | awk 'NF == 3 && $3 !~ /^bobox_/ { print $3 }')
+[ -z "$others" ] || fail "the installed libbobox.a defines global names other than bobox_*: $(head -5 <<<"$others")"
 readelf -d "$TMP/archive" | grep -q libbobox && fail "the archive's program needs a bobox shared library"
 
 out=$("$prefix/bin/bobox-run" -- sh -c 'echo "$LD_PRELOAD"') || fail "installed bobox-run failed"
