@@ -4,6 +4,7 @@
 
 #include "bobox.h"
 #include "fastpath.h"
+#include "prof.h"
 #include "large.h"
 #include "options.h"
 
@@ -17,7 +18,12 @@ void *bx_alloc_aligned_unchecked(size_t alignment, size_t size) {
         /* Medium objects are 512-byte aligned already. */
         size_t padded = size > BX_SMALL_MAX && alignment <= BX_MEDIUM_GRAIN ? size : size + alignment - BX_ALIGNMENT;
         char *p = bx_alloc_fast(padded);
-        if (!p) p = bx_alloc_unchecked(padded);
+        if (!p) {
+            /* Aligned objects are not sampled (a sample is a mapping of its own): a countdown
+             * that ran out here starts over, as bx_malloc_slow would have made it. */
+            if (bx_tls_alloc.sample_left < 0) bx_tls_alloc.sample_left = bx_prof_first_interval();
+            p = bx_alloc_unchecked(padded);
+        }
         if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
         char *aligned = (char *)bx_align_up((uintptr_t)p, alignment);
         bx_object_mark_aligned(p, aligned, bx_object_key(p));

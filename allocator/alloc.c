@@ -71,8 +71,11 @@ void *bx_alloc_unchecked(size_t size) {
 void *bx_alloc_checked(size_t alignment, size_t size) { return bx_checked_alloc(alignment, size, BX_FORM_MALLOC); }
 
 void *bx_malloc_slow(size_t size) {
-    /* The fast path counted the small sizes; sizes past PTRDIFF_MAX fail, uncounted. */
-    if (size > BX_SMALL_MAX && size <= PTRDIFF_MAX) bx_tls_alloc.sample_left -= (int64_t)size;
+    /* The fast path counted the small sizes; sizes past PTRDIFF_MAX fail, uncounted. Below
+     * zero the count stays at its floor rather than overflow. */
+    if (size > BX_SMALL_MAX && size <= PTRDIFF_MAX &&
+        __builtin_sub_overflow(bx_tls_alloc.sample_left, (int64_t)size, &bx_tls_alloc.sample_left))
+        bx_tls_alloc.sample_left = INT64_MIN;
     if (BX_UNLIKELY(bx_tls_alloc.sample_left < 0)) {
         void *p = bx_prof_due(size);
         if (p) return p;

@@ -373,6 +373,28 @@ TEST_CASE("realloc growing by small steps moves the object rarely", "[api][reall
     }
 }
 
+TEST_CASE("sizes up to PTRDIFF_MAX between aligned allocations keep malloc's countdown in range", "[api][enomem]") {
+    // Each malloc counts its size down to the profiler's next sample. An aligned allocation
+    // whose fast path the countdown stopped used to leave it below zero, and the next
+    // malloc(PTRDIFF_MAX) overflowed it: undefined behaviour, which the UBSan build
+    // (hardening_asan) aborts on. Found by the fuzzer (hardening_fuzz).
+    for (int round = 0; round < 4; round++) {
+        errno = 0;
+        REQUIRE(a_malloc(size_t(PTRDIFF_MAX)) == nullptr);
+        REQUIRE(errno == ENOMEM);
+        void *p = a_aligned_alloc(64, 6226);
+        REQUIRE(p != nullptr);
+        REQUIRE((uintptr_t)p % 64 == 0);
+        errno = 0;
+        REQUIRE(a_malloc(size_t(PTRDIFF_MAX)) == nullptr);
+        REQUIRE(errno == ENOMEM);
+        a_free(p);
+    }
+    void *q = a_malloc(100);
+    REQUIRE(q != nullptr);
+    a_free(q);
+}
+
 TEST_CASE("impossible sizes give NULL and ENOMEM", "[api][enomem]") {
     const size_t huge[] = {SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 4096, SIZE_MAX / 2,
                            size_t(PTRDIFF_MAX) + 1, size_t(PTRDIFF_MAX), size_t(1) << 50};
