@@ -58,9 +58,9 @@ static uint32_t *used; /* the slots of `stacks` in use, in order: a dump reads o
 static live_t *live;
 static size_t n_stacks, n_live, n_samples, n_dropped, n_dumps, live_bytes_total;
 static unsigned dump_seq;
-static size_t next_peak;                      /* dump when the mapped peak reaches this */
-static uintptr_t self_lo, self_hi;            /* our own code: frames skipped at the top */
-static volatile sig_atomic_t dump_pending;    /* a signal found the lock taken */
+static size_t next_peak;                   /* dump when the mapped peak reaches this */
+static uintptr_t self_lo, self_hi;         /* our own code: frames skipped at the top */
+static volatile sig_atomic_t dump_pending; /* a signal found the lock taken */
 BX_TLS bool bx_prof_busy;
 static BX_TLS uint64_t tls_rng;
 
@@ -79,7 +79,10 @@ static uint64_t next_random(void) {
  * atanh series (t <= 1/3: the terms to t^11 leave an error below 1e-7). */
 static double minus_log_fraction(uint64_t x) {
     int e = 63 - __builtin_clzll(x);
-    union { uint64_t bits; double d; } scale = {.bits = (uint64_t)(1023 - e) << 52}; /* 2^-e */
+    union {
+        uint64_t bits;
+        double d;
+    } scale = {.bits = (uint64_t)(1023 - e) << 52}; /* 2^-e */
     double m = (double)x * scale.d;
     double t = (m - 1.0) / (m + 1.0), t2 = t * t;
     double ln_m = 2.0 * t * (1.0 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9 + t2 / 11)))));
@@ -123,7 +126,8 @@ static uint64_t hash_stack(const uintptr_t *pcs, int n) {
 /* The stack's slot, made if new; -1 when the table is full. Lock held. */
 static int64_t stack_slot(const uintptr_t *pcs, int n) {
     uint64_t h = hash_stack(pcs, n);
-    for (size_t i = h & (STACK_SLOTS - 1), probes = 0; probes < STACK_SLOTS; i = (i + 1) & (STACK_SLOTS - 1), probes++) {
+    for (size_t i = h & (STACK_SLOTS - 1), probes = 0; probes < STACK_SLOTS;
+         i = (i + 1) & (STACK_SLOTS - 1), probes++) {
         stack_t_ *s = &stacks[i];
         if (s->hash == h && s->depth == (uint32_t)n && !memcmp(s->pcs, pcs, n * sizeof *pcs)) return (int64_t)i;
         if (!s->hash) {
@@ -270,9 +274,7 @@ static void write_folded(int fd, bool names) {
     bx_fdout_flush(&o);
 }
 
-static int open_out(const char *path) {
-    return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-}
+static int open_out(const char *path) { return open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644); }
 
 /* Writes PATH and PATH.folded; lock held. 0, or -1 with errno. */
 static int dump_locked(const char *path, bool names) {

@@ -58,13 +58,13 @@ BX_NOINLINE int bx_stackwalk_libgcc(uintptr_t *pcs, int max, uintptr_t skip_lo, 
 #define RULE_BITS 17
 #define RULE_SLOT_BITS 16
 #define RULE_SLOTS (1u << RULE_SLOT_BITS)
-#define CFA_RBP 1u      /* bit 0: the CFA is rbp + offset, not rsp + offset */
-#define OFF_SHIFT 1     /* bits 1-12: the CFA offset in 8-byte units (frames up to 32 KB) */
+#define CFA_RBP 1u  /* bit 0: the CFA is rbp + offset, not rsp + offset */
+#define OFF_SHIFT 1 /* bits 1-12: the CFA offset in 8-byte units (frames up to 32 KB) */
 #define OFF_MASK 4095u
-#define OFF_MAX 4093u   /* larger offsets: libgcc's */
+#define OFF_MAX 4093u    /* larger offsets: libgcc's */
 #define OFF_LIBGCC 4094u /* a rule only libgcc can follow */
-#define OFF_END 4095u   /* no caller: the outermost frame, or no rule for it */
-#define RBP_SHIFT 13    /* bits 13-16: rbp saved at CFA - 8k (k = 0: not saved) */
+#define OFF_END 4095u    /* no caller: the outermost frame, or no rule for it */
+#define RBP_SHIFT 13     /* bits 13-16: rbp saved at CFA - 8k (k = 0: not saved) */
 #define RBP_MAX 15u
 
 static _Atomic uint64_t *rules;
@@ -86,7 +86,8 @@ typedef struct {
 static uint64_t encode(uintptr_t pc, const rule_t *r) {
     unsigned off = OFF_LIBGCC, rbp = 0;
     if (r->libgcc) return (uint64_t)pc << RULE_BITS | OFF_LIBGCC << OFF_SHIFT;
-    if (r->ra_off == INT64_MIN) off = OFF_END;
+    if (r->ra_off == INT64_MIN)
+        off = OFF_END;
     else if (r->ra_off == -8 && r->cfa_off > 0 && r->cfa_off % 8 == 0 && (uint64_t)r->cfa_off / 8 <= OFF_MAX &&
              r->rbp_off <= 0 && r->rbp_off % 8 == 0 && (uint64_t)-r->rbp_off / 8 <= RBP_MAX) {
         off = (unsigned)(r->cfa_off / 8);
@@ -102,9 +103,17 @@ struct dwarf_eh_bases {
 };
 extern const void *_Unwind_Find_FDE(void *pc, struct dwarf_eh_bases *bases);
 
-enum { DW_EH_PE_omit = 0xff, DW_EH_PE_uleb128 = 0x01, DW_EH_PE_udata2 = 0x02, DW_EH_PE_udata4 = 0x03,
-       DW_EH_PE_udata8 = 0x04, DW_EH_PE_sleb128 = 0x09, DW_EH_PE_sdata2 = 0x0a, DW_EH_PE_sdata4 = 0x0b,
-       DW_EH_PE_sdata8 = 0x0c };
+enum {
+    DW_EH_PE_omit = 0xff,
+    DW_EH_PE_uleb128 = 0x01,
+    DW_EH_PE_udata2 = 0x02,
+    DW_EH_PE_udata4 = 0x03,
+    DW_EH_PE_udata8 = 0x04,
+    DW_EH_PE_sleb128 = 0x09,
+    DW_EH_PE_sdata2 = 0x0a,
+    DW_EH_PE_sdata4 = 0x0b,
+    DW_EH_PE_sdata8 = 0x0c
+};
 
 typedef struct {
     const uint8_t *p, *end;
@@ -154,9 +163,12 @@ static void skip_encoded(cursor_t *c, uint8_t enc) {
     case 0: fixed(c, 8); break;
     case DW_EH_PE_uleb128: uleb(c); break;
     case DW_EH_PE_sleb128: sleb(c); break;
-    case DW_EH_PE_udata2: case DW_EH_PE_sdata2: fixed(c, 2); break;
-    case DW_EH_PE_udata4: case DW_EH_PE_sdata4: fixed(c, 4); break;
-    case DW_EH_PE_udata8: case DW_EH_PE_sdata8: fixed(c, 8); break;
+    case DW_EH_PE_udata2:
+    case DW_EH_PE_sdata2: fixed(c, 2); break;
+    case DW_EH_PE_udata4:
+    case DW_EH_PE_sdata4: fixed(c, 4); break;
+    case DW_EH_PE_udata8:
+    case DW_EH_PE_sdata8: fixed(c, 8); break;
     default: c->bad = true;
     }
 }
@@ -199,11 +211,16 @@ static bool read_cie(const uint8_t *at, cie_t *cie) {
         uint64_t len = uleb(&c);
         cursor_t a = {c.p, c.p + len, c.p + len > c.end};
         for (const char *s = aug + 1; *s && !a.bad; s++) {
-            if (*s == 'R') cie->fde_enc = (uint8_t)fixed(&a, 1);
-            else if (*s == 'L') fixed(&a, 1);
-            else if (*s == 'P') skip_encoded(&a, (uint8_t)fixed(&a, 1));
-            else if (*s == 'S') cie->signal = true;
-            else if (*s != 'B') return false;
+            if (*s == 'R')
+                cie->fde_enc = (uint8_t)fixed(&a, 1);
+            else if (*s == 'L')
+                fixed(&a, 1);
+            else if (*s == 'P')
+                skip_encoded(&a, (uint8_t)fixed(&a, 1));
+            else if (*s == 'S')
+                cie->signal = true;
+            else if (*s != 'B')
+                return false;
         }
         if (a.bad) return false;
         c.p += len;
@@ -232,9 +249,7 @@ static bool run(cursor_t c, const cie_t *cie, uintptr_t loc, uintptr_t pc, rule_
             reg = op & 0x3f;
             off = (int64_t)uleb(&c) * cie->data_align;
             goto offset;
-        case 3:
-            reg = op & 0x3f;
-            goto restore;
+        case 3: reg = op & 0x3f; goto restore;
         }
         switch (op) {
         case 0x00: break;                                /* nop */
@@ -246,13 +261,17 @@ static bool run(cursor_t c, const cie_t *cie, uintptr_t loc, uintptr_t pc, rule_
         case 0x06: reg = uleb(&c); goto restore;
         case 0x07: /* undefined */
             reg = uleb(&c);
-            if (reg == cie->ra_column) r->ra_off = INT64_MIN;
-            else if (reg == 6 || reg == 7) r->libgcc = true;
+            if (reg == cie->ra_column)
+                r->ra_off = INT64_MIN;
+            else if (reg == 6 || reg == 7)
+                r->libgcc = true;
             break;
         case 0x08: /* same_value */
             reg = uleb(&c);
-            if (reg == 6) r->rbp_off = 0;
-            else if (reg == cie->ra_column || reg == 7) r->libgcc = true;
+            if (reg == 6)
+                r->rbp_off = 0;
+            else if (reg == cie->ra_column || reg == 7)
+                r->libgcc = true;
             break;
         case 0x09: /* register: one register kept in another */
             reg = uleb(&c), uleb(&c);
@@ -269,7 +288,7 @@ static bool run(cursor_t c, const cie_t *cie, uintptr_t loc, uintptr_t pc, rule_
         case 0x0c: r->cfa_reg = (int)uleb(&c), r->cfa_off = (int64_t)uleb(&c); break; /* def_cfa */
         case 0x0d: r->cfa_reg = (int)uleb(&c); break;                                 /* def_cfa_register */
         case 0x0e: r->cfa_off = (int64_t)uleb(&c); break;                             /* def_cfa_offset */
-        case 0x0f: /* def_cfa_expression */
+        case 0x0f:                                                                    /* def_cfa_expression */
             r->libgcc = true;
             c.p += uleb(&c);
             break;
@@ -279,17 +298,17 @@ static bool run(cursor_t c, const cie_t *cie, uintptr_t loc, uintptr_t pc, rule_
             if (reg == 6 || reg == 7 || reg == cie->ra_column) r->libgcc = true;
             c.p += uleb(&c);
             break;
-        case 0x11: reg = uleb(&c), off = sleb(&c) * cie->data_align; goto offset;    /* offset_extended_sf */
+        case 0x11: reg = uleb(&c), off = sleb(&c) * cie->data_align; goto offset;              /* offset_extended_sf */
         case 0x12: r->cfa_reg = (int)uleb(&c), r->cfa_off = sleb(&c) * cie->data_align; break; /* def_cfa_sf */
-        case 0x13: r->cfa_off = sleb(&c) * cie->data_align; break;                  /* def_cfa_offset_sf */
-        case 0x14: /* val_offset */
-        case 0x15: /* val_offset_sf */
+        case 0x13: r->cfa_off = sleb(&c) * cie->data_align; break;                             /* def_cfa_offset_sf */
+        case 0x14:                                                                             /* val_offset */
+        case 0x15:                                                                             /* val_offset_sf */
             reg = uleb(&c);
             op == 0x14 ? (void)uleb(&c) : (void)sleb(&c);
             if (reg == 6 || reg == 7 || reg == cie->ra_column) r->libgcc = true;
             break;
         case 0x2e: uleb(&c); break; /* GNU_args_size */
-        case 0x2f: /* GNU_negative_offset_extended */
+        case 0x2f:                  /* GNU_negative_offset_extended */
             reg = uleb(&c), off = -(int64_t)uleb(&c) * cie->data_align;
             goto offset;
         default: return false;
@@ -300,13 +319,17 @@ static bool run(cursor_t c, const cie_t *cie, uintptr_t loc, uintptr_t pc, rule_
         if (loc > pc) return !c.bad;
         continue;
     offset:
-        if (reg == 6) r->rbp_off = off;
-        else if (reg == cie->ra_column) r->ra_off = off;
+        if (reg == 6)
+            r->rbp_off = off;
+        else if (reg == cie->ra_column)
+            r->ra_off = off;
         continue;
     restore:
         if (!initial) return false; /* restore inside the CIE's own program */
-        if (reg == 6) r->rbp_off = initial->rbp_off;
-        else if (reg == cie->ra_column) r->ra_off = initial->ra_off;
+        if (reg == 6)
+            r->rbp_off = initial->rbp_off;
+        else if (reg == cie->ra_column)
+            r->ra_off = initial->ra_off;
         continue;
     }
     return !c.bad;

@@ -102,34 +102,37 @@ BX_API int bobox_stats_json(int fd) {
     bx_thread_for_each_heap(add_ranges, &r);
     bx_fdout_t j = {.fd = fd};
     bx_fdout_fmt(&j, "{\"version\": 1, \"pid\": %d, ", (int)getpid());
-    bx_fdout_fmt(&j, "\"memory\": {\"in_use_bytes\": %zu, \"mapped_bytes\": %zu, \"peak_mapped_bytes\": %zu, "
+    bx_fdout_fmt(&j,
+                 "\"memory\": {\"in_use_bytes\": %zu, \"mapped_bytes\": %zu, \"peak_mapped_bytes\": %zu, "
                  "\"released_bytes\": %zu}, ",
-             s.allocated_bytes, s.mapped_bytes, s.peak_mapped_bytes, s.released_bytes);
+                 s.allocated_bytes, s.mapped_bytes, s.peak_mapped_bytes, s.released_bytes);
     bx_fdout_fmt(&j, "\"remote_frees\": %zu, ", s.remote_frees);
-    bx_fdout_fmt(&j, "\"size_ranges\": {\"small\": {\"max_bytes\": %zu, \"allocs\": %zu, \"live_bytes\": %zu, \"classes\": [",
-             (size_t)BX_SMALL_MAX, s.small_allocs, r.small_live_bytes);
+    bx_fdout_fmt(
+        &j, "\"size_ranges\": {\"small\": {\"max_bytes\": %zu, \"allocs\": %zu, \"live_bytes\": %zu, \"classes\": [",
+        (size_t)BX_SMALL_MAX, s.small_allocs, r.small_live_bytes);
     bool first = true;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         if (!r.small_allocs[i]) continue;
-        bx_fdout_fmt(&j, "%s{\"size\": %u, \"allocs\": %zu, \"live_objects\": %zu}", first ? "" : ", ", bx_small_size[i],
-                 r.small_allocs[i], r.small_live[i]);
+        bx_fdout_fmt(&j, "%s{\"size\": %u, \"allocs\": %zu, \"live_objects\": %zu}", first ? "" : ", ",
+                     bx_small_size[i], r.small_allocs[i], r.small_live[i]);
         first = false;
     }
-    bx_fdout_fmt(&j, "]}, \"medium\": {\"max_bytes\": %zu, \"allocs\": %zu, \"live_bytes\": %zu}, ", (size_t)BX_MEDIUM_MAX,
-             s.medium_allocs, r.medium_live_bytes);
+    bx_fdout_fmt(&j, "]}, \"medium\": {\"max_bytes\": %zu, \"allocs\": %zu, \"live_bytes\": %zu}, ",
+                 (size_t)BX_MEDIUM_MAX, s.medium_allocs, r.medium_live_bytes);
     bx_fdout_fmt(&j, "\"large\": {\"allocs\": %zu, \"live_objects\": %zu, \"live_bytes\": %zu}}, ", s.large_allocs,
-             s.large_objects, s.large_bytes);
+                 s.large_objects, s.large_bytes);
     bx_unlock(&ranges_lock);
     bx_fdout_fmt(&j, "\"nodes\": [");
     for (int node = 0; node < bx_node_count(); node++)
-        bx_fdout_fmt(&j, "%s{\"node\": %d, \"superblocks_in_use\": %zu, \"superblocks_cached\": %zu}", node ? ", " : "", node,
-                 bx_node_superblocks_in_use_on(node), bx_node_superblocks_cached_on(node));
-    bx_fdout_fmt(&j, "], \"caches\": {\"superblocks_cached\": %zu, \"superblock_bytes\": %zu, \"large_cached_bytes\": %zu, "
+        bx_fdout_fmt(&j, "%s{\"node\": %d, \"superblocks_in_use\": %zu, \"superblocks_cached\": %zu}", node ? ", " : "",
+                     node, bx_node_superblocks_in_use_on(node), bx_node_superblocks_cached_on(node));
+    bx_fdout_fmt(&j,
+                 "], \"caches\": {\"superblocks_cached\": %zu, \"superblock_bytes\": %zu, \"large_cached_bytes\": %zu, "
                  "\"limit_bytes\": %zu, \"decay_ms\": %llu}, ",
-             s.superblocks_cached, (size_t)BX_SUPERBLOCK_SIZE, s.large_cached_bytes, bx_options.cache_bytes,
-             (unsigned long long)bx_options.decay_ms);
+                 s.superblocks_cached, (size_t)BX_SUPERBLOCK_SIZE, s.large_cached_bytes, bx_options.cache_bytes,
+                 (unsigned long long)bx_options.decay_ms);
     bx_fdout_fmt(&j, "\"heaps\": {\"live\": %zu, \"abandoned\": %zu, \"superblocks_in_use\": %zu}, ", s.heaps_live,
-             s.heaps_abandoned, s.superblocks_in_use);
+                 s.heaps_abandoned, s.superblocks_in_use);
     struct bx_prof_state p;
     bx_prof_state(&p);
     bx_fdout_fmt(&j, "\"profiler\": {\"enabled\": %s, \"prefix\": ", bx_prof_on ? "true" : "false");
@@ -137,9 +140,10 @@ BX_API int bobox_stats_json(int fd) {
         json_string(&j, bx_options.prof_prefix);
     else
         bx_fdout_fmt(&j, "null");
-    bx_fdout_fmt(&j, ", \"rate_bytes\": %zu, \"samples\": %zu, \"live_samples\": %zu, \"live_sampled_bytes\": %zu, "
+    bx_fdout_fmt(&j,
+                 ", \"rate_bytes\": %zu, \"samples\": %zu, \"live_samples\": %zu, \"live_sampled_bytes\": %zu, "
                  "\"stacks\": %zu, \"dropped\": %zu, \"dumps\": %zu}}\n",
-             p.rate, p.samples, p.live_samples, p.live_sampled_bytes, p.stacks, p.dropped, p.dumps);
+                 p.rate, p.samples, p.live_samples, p.live_sampled_bytes, p.stacks, p.dropped, p.dumps);
     bx_fdout_flush(&j);
     if (j.failed) {
         errno = j.failed;
