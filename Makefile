@@ -18,8 +18,8 @@ TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -pthread -Iinclude -Iallocator -
 # Every allocator source is built twice: for libbobox.so with BOBOX_OVERRIDE (the standard
 # names, the C++ operators, dlopen: cxx.c, operators.c and dlopen.c go only there), and for
 # libbobox.a with BX_TESTING (bobox_* names only, and the hooks the unit tests use).
-CXX_SRCS := allocator/cxx.c allocator/operators.c allocator/dlopen.c
-ALLOC_SRCS := $(filter-out $(CXX_SRCS),$(wildcard allocator/*.c))
+CXX_SRCS := $(wildcard allocator/cxx/*.c)
+ALLOC_SRCS := $(filter-out $(CXX_SRCS),$(wildcard allocator/*/*.c))
 SO_OBJS := $(patsubst allocator/%.c,$(BUILD)/so/%.o,$(ALLOC_SRCS) $(CXX_SRCS))
 A_OBJS  := $(patsubst allocator/%.c,$(BUILD)/a/%.o,$(ALLOC_SRCS))
 
@@ -60,12 +60,12 @@ $(LIBBOBOX_DIST_A): $(A_OBJS)
 	ar rcs $@ $(BUILD)/dist/bobox.o
 
 # The size-class tables are constants generated from their growth rules.
-allocator/sizeclass_tables.h: scripts/gen-sizeclass.py
+allocator/small/sizeclass_tables.h: scripts/gen-sizeclass.py
 	python3 $< $@
 
 # Both trees follow .clang-format.
 format:
-	clang-format -i allocator/*.[ch] pinning/*.[ch] include/*.h
+	clang-format -i allocator/*/*.[ch] pinning/*.[ch] include/*.h
 
 # ---- tests -------------------------------------------------------------------------------
 # build/test/unit_*    Catch2, run as they are

@@ -9,7 +9,7 @@ BENCH_CFLAGS := -std=gnu11 $(WARN) -O2 -g -pthread \
                 -fno-builtin-malloc -fno-builtin-calloc -fno-builtin-realloc -fno-builtin-free
 
 # The node-lock benchmark uses the allocator's own spinlock header.
-$(BENCH_DIR)/lockbench: bench/lockbench.c allocator/lock.h bench/bench.mk
+$(BENCH_DIR)/lockbench: bench/lockbench.c allocator/base/lock.h bench/bench.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -Iallocator -o $@ $<
 BENCH_BINS += $(BENCH_DIR)/lockbench

@@ -2,7 +2,7 @@
 // Threads repeatedly take a lock around a short critical section shaped like a node
 // superblock cache operation (pop and push a list head, bump two counters), with some
 // private work in between. Compares the allocator's test-and-test-and-set spinlock with
-// pause and yield (allocator/lock.h), a plain test-and-set spinlock, and a pthread mutex,
+// pause and yield (allocator/base/lock.h), a plain test-and-set spinlock, and a pthread mutex,
 // interleaved, and prints the median time per lock acquisition.
 // Usage: lockbench [threads...]   (default 2 4 8)
 #define _GNU_SOURCE
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "lock.h"
+#include "base/lock.h"
 
 #define OPS_PER_THREAD 200000
 #define REPS 5

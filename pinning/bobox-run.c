@@ -1,6 +1,6 @@
 /* bobox-run: runs a program with libbobox.so and libbobox-pin.so preloaded, or prints the plan. */
 #define _GNU_SOURCE
-#include "mempolicy.h"
+#include "os/mempolicy.h"
 #include "plan.h"
 #include "topology.h"
 

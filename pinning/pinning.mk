@@ -9,9 +9,9 @@ $(BUILD)/libbobox-pin.so: pinning/shim.c pinning/tree.c pinning/tree.h $(PIN_SRC
 	$(CC) $(PIN_CFLAGS) -shared -Wl,-z,now -Wl,-soname,libbobox-pin.so -o $@ pinning/shim.c pinning/tree.c $(PIN_SRCS) -ldl
 
 # --mem= is checked with the allocator's own parser of BOBOX_MEM
-$(BUILD)/bobox-run: pinning/bobox-run.c $(PIN_SRCS) $(PIN_HDRS) allocator/mempolicy.c allocator/mempolicy.h pinning/pinning.mk
+$(BUILD)/bobox-run: pinning/bobox-run.c $(PIN_SRCS) $(PIN_HDRS) allocator/os/mempolicy.c allocator/os/mempolicy.h pinning/pinning.mk
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Ipinning -Iallocator -o $@ pinning/bobox-run.c $(PIN_SRCS) allocator/mempolicy.c
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Ipinning -Iallocator -o $@ pinning/bobox-run.c $(PIN_SRCS) allocator/os/mempolicy.c
 
 # topology and plan linked straight into Catch2 tests that read the fixture trees
 PIN_TEST_SRCS := $(wildcard test/pin/*.cpp)

@@ -237,7 +237,7 @@ def lock_table(path):
                  ["lock", "threads", "median ns per acquisition", "relative to the spinlock"], rows,
                  "A critical section shaped like a node superblock-cache operation, with some private "
                  "work between acquisitions; 5 interleaved repetitions. `ttas-pause-yield` is the "
-                 "allocator's lock (allocator/lock.h): test-and-test-and-set with pause, yielding "
+                 "allocator's lock (allocator/base/lock.h): test-and-test-and-set with pause, yielding "
                  "after 100 spins.")
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes allocator/sizeclass_tables.h: the bins of DESIGN §2 as compile-time constants.
+"""Writes allocator/small/sizeclass_tables.h: the bins of DESIGN §2 as compile-time constants.
 
 Small bins grow by 7% (the thesis) in 16-byte steps up to the largest small object; medium
 bins by 20% in 512-byte steps up to 510 KB (as jemalloc's and mimalloc's do: every thread

@@ -11,7 +11,7 @@ CLANGXX ?= clang++
 FUZZ_SECONDS ?= 60
 
 HARD_ALLOC_SRCS := $(ALLOC_SRCS)
-HARD_ALLOC_HDRS := $(wildcard allocator/*.h) include/bobox.h
+HARD_ALLOC_HDRS := $(wildcard allocator/*/*.h) include/bobox.h
 STRESS_SRCS := $(wildcard test/stress/*.cpp)
 STRESS_HDRS := $(wildcard test/stress/*.h) test/api/api.h
 # The fork storm, thread churn and OOM tests also run with the real preload.

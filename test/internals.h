@@ -1,15 +1,15 @@
 // internals.h - the allocator's internal headers, for unit tests linked with libbobox.a.
 #pragma once
 extern "C" {
-#include "bin.h"
-#include "block.h"
-#include "blockcache.h"
-#include "chainstack.h"
-#include "node.h"
-#include "os.h"
-#include "retention.h"
-#include "sizeclass.h"
-#include "superblock.h"
+#include "small/bin.h"
+#include "mem/block.h"
+#include "mem/blockcache.h"
+#include "small/chainstack.h"
+#include "mem/node.h"
+#include "os/os.h"
+#include "heap/retention.h"
+#include "small/sizeclass.h"
+#include "mem/superblock.h"
 }
 #include <cstdint>
 #include <new>

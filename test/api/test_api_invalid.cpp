@@ -331,7 +331,7 @@ TEST_CASE("checked mode: free_sized with the wrong size and a trashed block head
     REQUIRE(err.find("free_sized(): size 48 does not match the 40 bytes allocated at") != std::string::npos);
     auto [sig2, err2] = in_child([&] {
         // A small object's block descriptor: 128 bytes in the first 64 KB of its superblock
-        // (16 MB aligned), at 1 KB + 128 x the block's index (allocator/block.h).
+        // (16 MB aligned), at 1 KB + 128 x the block's index (allocator/mem/block.h).
         uintptr_t at = reinterpret_cast<uintptr_t>(p);
         uintptr_t desc = (at & ~uintptr_t(0xffffff)) + 1024 + ((at >> 16) & 0xff) * 128;
         memset(reinterpret_cast<void *>(desc), 0x41, 128);

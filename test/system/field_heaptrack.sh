@@ -13,7 +13,7 @@ plain=$(calls "$(ls "$TMP"/data/plain.*)"); bobox=$(calls "$(ls "$TMP"/data/bobo
 echo "allocation calls recorded: plain $plain, with the preload $bobox"
 [ -n "$bobox" ] && [ "$bobox" -ge 24000 ] || fail "heaptrack recorded ${bobox:-no} allocation calls (the program makes 24000+)"
 # One more is glibc's own: the dtv that pthread_create allocates for bobox's reclaimer thread,
-# which starts once the program has mapped 64 MB (allocator/reclaimer.h).
+# which starts once the program has mapped 64 MB (allocator/thread/reclaimer.h).
 [ "$bobox" -ge "$plain" ] && [ "$bobox" -le $((plain + 1)) ] ||
     fail "heaptrack counts differ: $plain without the preload, $bobox with it"
 echo PASS

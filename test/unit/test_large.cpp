@@ -8,9 +8,9 @@
 #include <vector>
 #include "bobox.h"
 extern "C" {
-#include "large.h"
-#include "options.h"
-#include "os.h"
+#include "mem/large.h"
+#include "os/options.h"
+#include "os/os.h"
 }
 
 namespace {

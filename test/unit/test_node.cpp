@@ -10,7 +10,7 @@
 #include "bobox.h"
 #include "internals.h"
 extern "C" {
-#include "os.h"
+#include "os/os.h"
 }
 #ifndef MPOL_PREFERRED
 #define MPOL_PREFERRED 1

@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 extern "C" {
-#include "cgroup.h"
-#include "os.h"
+#include "os/cgroup.h"
+#include "os/os.h"
 }
 
 namespace fs = std::filesystem;

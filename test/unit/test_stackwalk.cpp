@@ -11,7 +11,7 @@
 #include <vector>
 
 extern "C" {
-#include "stackwalk.h"
+#include "tools/stackwalk.h"
 }
 
 namespace {

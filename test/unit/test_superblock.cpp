@@ -6,7 +6,7 @@
 #include <vector>
 #include "internals.h"
 extern "C" {
-#include "pagemap.h"
+#include "mem/pagemap.h"
 }
 
 static bx_superblock_t *sb_of(void *block) { return (bx_superblock_t *)bx_span_of(bx_pagemap_get(block)); }

@@ -1,0 +1,194 @@
+/* free.c - free, its sized forms, malloc_usable_size and bobox_owns: each asks the
+ * classifier (classify.h) what the pointer is before following it. */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "bobox.h"
+#include "tools/checked.h"
+#include "front/fastpath.h"
+#include "mem/large.h"
+#include "os/options.h"
+#include "tools/prof.h"
+#ifdef BOBOX_OVERRIDE
+#include "cxx/cxx.h"
+#endif
+
+void bx_free_resolved(bx_lookup_t *r) {
+    bx_heap_t *h = bx_tls_heap;
+    switch (r->tag) {
+    case BX_TAG_SMALL:
+        if (r->block->heap == h)
+            bx_heap_free_small(h, r->block, r->object);
+        else /* a thread that only frees gets a heap too: its outbox batches the frees */
+            bx_heap_send_home(h ? h : bx_thread_acquire(), r->block->home, r->object, r->block->size,
+                              bx_block_key(r->block));
+        break;
+    case BX_TAG_MEDIUM:
+        if (!bx_sb_take_live(r->sb, r->index, r->sb->heap == h)) bx_fatal("free(): double free", r->object);
+        if (r->sb->heap == h)
+            bx_heap_free_medium(h, r->sb, r->index);
+        else
+            bx_heap_send_home(h ? h : bx_thread_acquire(), &r->sb->heap->remote, r->object, r->sb->block_size,
+                              r->sb->free_key);
+        break;
+    case BX_TAG_LARGE: {
+        int saved = errno; /* free() must not change errno, and munmap may */
+        if (BX_UNLIKELY(bx_prof_on)) bx_prof_forget(r->object);
+        bx_large_free(r->large);
+        if (h) bx_heap_tick(h);
+        errno = saved;
+        break;
+    }
+    }
+}
+
+void bx_lookup_live(const void *p, const char *op, bx_lookup_t *r) {
+    if (BX_UNLIKELY(bx_options.check))
+        bx_checked_lookup(p, op, r);
+    else
+        bx_classify(p, r);
+    if (BX_UNLIKELY(!r->tag)) bx_fatalf("%s: %s %p", op, r->freed ? "double free" : "invalid pointer", p);
+}
+
+static BX_NOINLINE void free_slow(void *p) {
+    if (!p) return;
+    bx_lookup_t r;
+    bx_lookup_live(p, "free()", &r);
+    if (BX_UNLIKELY(bx_options.check)) {
+        bx_checked_verify(&r, p, "free()");
+        bx_checked_release(&r, p);
+        return;
+    }
+    bx_free_resolved(&r);
+}
+
+/* A small object of another heap (or not a plain live one): out of line, so that the
+ * local path of free keeps no stack frame. */
+static BX_NOINLINE void free_foreign(bx_heap_t *h, bx_block_t *blk, void *p) {
+    if (BX_LIKELY(bx_classify_plain_small(h, blk, p)))
+        bx_heap_free_foreign_small(h, blk, p);
+    else
+        free_slow(p); /* also every free in checked mode, where h is NULL */
+}
+
+/* A medium object of the caller's heap, plain and live; anything else (another heap's,
+ * aligned, double, checked mode) goes to the general path, which reports what is wrong. */
+static BX_NOINLINE void free_medium(uintptr_t entry, void *p) {
+    bx_heap_t *h = bx_tls_fast;
+    bx_superblock_t *sb = bx_span_of(entry);
+    uint32_t index = 0; /* set whenever the block found is p itself */
+    /* Clearing the live flag comes last: any failed check leaves the object as it was. */
+    if (BX_LIKELY(bx_classify_own_medium(sb, h, p, &index) && bx_sb_take_live(sb, index, true))) {
+        bx_heap_free_medium(h, sb, index);
+        return;
+    }
+    free_slow(p);
+}
+
+/* A pointer into a small-object block: the local fast path, or another heap's object. */
+static inline __attribute__((always_inline)) void free_in_small_block(void *p) {
+    bx_block_t *blk = bx_block_of(p);
+    bx_heap_t *h = bx_tls_fast;
+    if (BX_LIKELY(blk->heap == h)) {
+        if (BX_LIKELY(bx_classify_own_small(blk, p))) {
+            bx_heap_free_small(h, blk, p);
+            return;
+        }
+    } else {
+        free_foreign(h, blk, p);
+        return;
+    }
+    free_slow(p);
+}
+
+/* Whatever the flat map did not place in small blocks: the two-level map decides (small
+ * blocks too, when the flat map is not available). */
+static BX_NOINLINE void free_not_flat_small(void *p) {
+    /* NULL falls through to free_slow: no 64 KB chunk at address 0 is ever ours. */
+    uintptr_t entry = bx_pagemap_get(p);
+    if (bx_is_small_entry(entry))
+        free_in_small_block(p);
+    else if (bx_tag_of(entry) == BX_TAG_MEDIUM)
+        free_medium(entry, p);
+    else
+        free_slow(p);
+}
+
+BX_API BX_HOT void bobox_free(void *p) {
+    if (BX_LIKELY(bx_in_small_region(p)))
+        free_in_small_block(p);
+    else
+        free_not_flat_small(p);
+}
+
+/* Checked mode's C++ delete forms: `form` must match new's; size 0 is unsized. */
+void bx_free_form_checked(void *p, size_t size, unsigned form, const char *op) {
+    bx_lookup_t r;
+    bx_lookup_live(p, op, &r);
+    size_t requested = bx_checked_verify_form(&r, p, form, op);
+    if (size && size != requested)
+        bx_fatalf("%s: size %zu does not match the %zu bytes allocated at %p", op, size, requested, p);
+    bx_checked_release(&r, p);
+}
+
+void bx_free_sized_checked(void *p, size_t size, const char *op) {
+    bx_lookup_t r;
+    bx_lookup_live(p, op, &r);
+    size_t requested = bx_checked_verify(&r, p, op);
+    if (size != requested)
+        bx_fatalf("%s: size %zu does not match the %zu bytes allocated at %p", op, size, requested, p);
+    bx_checked_release(&r, p); /* verified: no second lookup through bobox_free */
+}
+
+/* C23's free_sized and free_aligned_sized: checked mode checks the size. */
+BX_API void bobox_free_sized(void *p, size_t size) {
+    if (BX_UNLIKELY(bx_options.check) && p)
+        bx_free_sized_checked(p, size, "free_sized()");
+    else
+        bobox_free(p);
+}
+
+BX_API void bobox_free_aligned_sized(void *p, size_t alignment, size_t size) {
+    (void)alignment; /* free finds it from the address */
+    if (BX_UNLIKELY(bx_options.check) && p)
+        bx_free_sized_checked(p, size, "free_aligned_sized()");
+    else
+        bobox_free(p);
+}
+
+BX_API size_t bobox_malloc_usable_size(void *p) {
+    /* A plain live small object, of any heap: the classifier's rule for another heap's object,
+     * without the general lookup (redis asks this a dozen times per request). */
+    if (BX_LIKELY(bx_in_small_region(p))) {
+        bx_block_t *blk = bx_block_of(p);
+        if (BX_LIKELY(bx_classify_plain_small(bx_tls_fast, blk, p))) return blk->size;
+    }
+    if (!p) return 0;
+    bx_lookup_t r;
+    bx_lookup_live(p, "malloc_usable_size()", &r);
+    /* Checked: only the requested bytes, so that a program using them all keeps the canary. */
+    if (BX_UNLIKELY(bx_options.check)) return bx_checked_verify(&r, p, "malloc_usable_size()");
+    return r.usable;
+}
+
+BX_API int bobox_owns(const void *p) {
+    if (!p) return 0;
+    bx_lookup_t r;
+    bx_classify(p, &r);
+    if (BX_UNLIKELY(bx_options.check) && r.tag) return !bx_checked_is_parked(&r, p);
+    return r.tag != 0;
+}
+
+BX_OVERRIDE(free, bobox_free)
+BX_OVERRIDE(cfree, bobox_free)
+BX_OVERRIDE(__libc_free, bobox_free)
+BX_OVERRIDE(free_sized, bobox_free_sized)
+BX_OVERRIDE(free_aligned_sized, bobox_free_aligned_sized)
+BX_OVERRIDE(malloc_usable_size, bobox_malloc_usable_size)
+#ifdef BOBOX_OVERRIDE
+/* The C++ base forms of delete: free itself (cxx.h). */
+BX_OVERRIDE(_ZdlPv, bobox_free)
+BX_OVERRIDE(_ZdlPvSt11align_val_t, bobox_free)
+BX_CXX_OWN_ALIAS(_ZdlPv, bobox_free)
+BX_CXX_OWN_ALIAS(_ZdlPvSt11align_val_t, bobox_free)
+#endif

@@ -1,0 +1,296 @@
+/* heap.c - a thread heap: creation, allocation by size range, local and foreign frees, the
+ * drain of remote frees. */
+#define _GNU_SOURCE
+#include "heap/heap.h"
+
+#include <string.h>
+
+#include "tools/checked.h"
+#include "mem/large.h"
+#include "mem/node.h"
+#include "os/options.h"
+#include "mem/pagemap.h"
+
+bx_bin_t bx_heap_bin_none = {.chains.top = {.block = &bx_block_none}};
+
+/* ---- creation ----------------------------------------------------------------------- */
+
+static size_t rings_records(void) {
+    size_t records = 0;
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) records += bx_bin_ring_size(bx_small_size[i]);
+    return records;
+}
+
+/* The keep blocks' arrays, after the rings (keep.h). */
+static size_t keep_slots(void) {
+    size_t slots = 0;
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) slots += bx_keep_capacity(bx_small_size[i]);
+    return slots;
+}
+
+void bx_heap_reset_bin_table(bx_heap_t *h) {
+    for (unsigned step = 0; step < BX_SMALL_STEPS; step++)
+        __atomic_store_n(&h->bin_for[step], &h->small[bx_small_index[step]], __ATOMIC_RELAXED);
+}
+
+bx_heap_t *bx_heap_create(int node, int state) {
+    size_t head = bx_align_up(sizeof(bx_heap_t), 64);
+    size_t size =
+        bx_align_up(head + rings_records() * sizeof(bx_chain_t) + keep_slots() * sizeof(void *), bx_os_page_size());
+    bx_heap_t *h = bx_os_map(size); /* zero-filled; ring pages are touched only when used */
+    if (!h) return NULL;
+    h->map_size = size;
+    h->node = node;
+    bx_outbox_init(&h->outbox);
+    h->keeper.outbox = &h->outbox;
+    bx_heap_set_state(h, state);
+    bx_chain_t *ring = (bx_chain_t *)((char *)h + head);
+    void **kept = (void **)(ring + rings_records());
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
+        uint32_t n = bx_bin_ring_size(bx_small_size[i]);
+        bx_bin_t *b = &h->small[i];
+        bx_bin_init(b, i, bx_small_size[i], ring, n, &h->small_blocks);
+        ring += n;
+        bx_keep_init(&h->keep[i], bx_small_size[i], i, kept);
+        kept += bx_keep_capacity(bx_small_size[i]);
+        b->keep = &h->keep[i];
+        b->keeper = &h->keeper;
+        b->home = &h->remote;
+    }
+    bx_heap_reset_bin_table(h);
+    bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX,
+                       node);
+    for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) {
+        uint32_t max_blocks = (uint32_t)(BX_MEDIUM_BLOCK_CACHE_BYTES / bx_medium_size[i]);
+        bx_blockcache_init(&h->medium[i], h, BX_TAG_MEDIUM, bx_medium_size[i], BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS,
+                           max_blocks < 2 ? 2 : max_blocks, node);
+    }
+    return h;
+}
+
+void bx_heap_set_state(bx_heap_t *h, int state) {
+    bool live = state == BX_HEAP_LIVE;
+    atomic_store_explicit(&h->state, state, memory_order_relaxed);
+    /* Only a running thread batches sends for it and drains what keeps coming. */
+    atomic_store_explicit(&h->remote.unattended, !live, memory_order_relaxed);
+    h->keeper.limit = live ? BX_KEEP_HEAP_BYTES : 0;
+}
+
+/* ---- frees ---------------------------------------------------------------------------- */
+
+void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
+    bx_superblock_t *sb = sbp;
+    h->counters.medium_live_bytes -= sb->block_size;
+    bx_blockcache_free((bx_blockcache_t *)sb->owner, sb, bx_sb_block(sb, index));
+}
+
+void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
+    bx_bin_new_chain(b, blk);
+    if (BX_UNLIKELY(bx_remote_waiting(&h->remote) >= BX_REMOTE_DRAIN_BYTES)) bx_heap_drain(h);
+}
+
+static inline void send_home(bx_heap_t *self, bx_remote_t *home, void *obj, size_t size, uintptr_t key) {
+    bx_object_mark_free(obj, key); /* a second free of it is caught before the owner drains it */
+    bx_remote_send(self ? &self->outbox : NULL, home, obj, size);
+}
+
+void bx_heap_send_home(bx_heap_t *self, bx_remote_t *home, void *obj, size_t size, uintptr_t key) {
+    if (self) self->counters.remote_frees++;
+    send_home(self, home, obj, size, key);
+}
+
+/* Out of line, so that keeping an object needs no stack frame. */
+static BX_NOINLINE void send_home_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
+    send_home(self, blk->home, obj, blk->size, bx_block_key(blk));
+}
+
+void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
+    self->counters.remote_frees++;
+    bx_bin_t *b = &self->small[blk->bin];
+    /* used is the keep block's room left; none for a size this thread never allocated, and
+     * never objects of another node. */
+    if (BX_LIKELY(b->keep->used && blk->heap->node == self->node) && bx_bin_keep_foreign(b, blk, obj)) return;
+    send_home_small(self, blk, obj);
+}
+
+/* ---- the drain ------------------------------------------------------------------------ */
+
+/* Returns the object's size, read before the free may give its block away. */
+static inline size_t drain_small(bx_heap_t *h, void *obj) {
+    bx_block_t *blk = bx_block_of(obj);
+    size_t size = blk->size;
+    bx_bin_free_direct(&h->small[blk->bin], blk, obj);
+    return size;
+}
+
+static size_t drain_one(bx_heap_t *h, void *obj) {
+    if (BX_LIKELY(bx_in_small_region(obj))) return drain_small(h, obj); /* as free asks */
+    uintptr_t entry = bx_pagemap_get(obj);
+    if (bx_tag_of(entry) == BX_TAG_SMALL) return drain_small(h, obj);
+    bx_superblock_t *sb = bx_span_of(entry);
+    size_t size = sb->block_size;
+    bx_heap_free_medium(h, sb, bx_sb_index(sb, obj));
+    return size;
+}
+
+#define DRAIN_STEP 64
+#define DRAIN_AHEAD 8
+
+/* Whether obj, read from the link of an object on the remote list, is an object of h that
+ * another thread freed: a slot of one of its blocks or superblocks, marked free. A write
+ * after free can land on the link while the object is on its way; nothing is written
+ * through obj before this says yes. */
+static bool remote_link_ok(bx_heap_t *h, const void *obj) {
+    uintptr_t entry = bx_pagemap_get(obj);
+    if (bx_tag_of(entry) == BX_TAG_SMALL) {
+        const bx_block_t *blk = bx_block_of(obj);
+        return blk->heap == h && bx_block_is_own_slot(blk, obj) && bx_object_is_free(obj, bx_block_key(blk));
+    }
+    if (bx_tag_of(entry) != BX_TAG_MEDIUM) return false;
+    bx_superblock_t *sb = bx_span_of(entry);
+    uint32_t index = 0;
+    return sb->heap == h && bx_sb_object(sb, obj, &index) == obj && !bx_sb_live(sb, index) &&
+           bx_object_is_free(obj, sb->free_key);
+}
+
+void bx_heap_drain(bx_heap_t *h) {
+    size_t bytes = 0;
+    void *buf[DRAIN_STEP];
+    uint32_t n;
+    /* Bounded by one inbox's worth, so senders that keep refilling it cannot hold us. */
+    for (uint32_t taken = 0; taken < BX_INBOX_SLOTS && (n = bx_remote_take_inbox(&h->remote, buf, DRAIN_STEP));
+         taken += n) {
+        /* The addresses are known up front: fetch objects and their block headers ahead,
+         * so that the misses overlap instead of coming one after another. */
+        for (uint32_t i = 0; i < n + DRAIN_AHEAD; i++) {
+            if (i < n) {
+                __builtin_prefetch(buf[i], 1);
+                __builtin_prefetch(bx_block_of(buf[i]), 1);
+            }
+            if (i >= DRAIN_AHEAD) bytes += drain_one(h, buf[i - DRAIN_AHEAD]);
+        }
+    }
+    void *obj = bx_remote_take(&h->remote);
+    while (obj) {
+        void *next = bx_link_get(obj);
+        if (BX_UNLIKELY(next && !remote_link_ok(h, next)))
+            bx_fatalf("malloc(): corrupted free list at %p (objects other threads freed): the free object there was "
+                      "written after it was freed",
+                      obj);
+        bytes += drain_one(h, obj);
+        obj = next;
+    }
+    bx_remote_taken(&h->remote, bytes);
+}
+
+/* ---- allocation ------------------------------------------------------------------------ */
+
+/* A forked child may run on another node than its parent's thread (the pinning shim spreads a
+ * process tree over the CPUs): new superblocks and large objects then come from the node it
+ * runs on. Checked at the first tick after fork, when the shim's fork handler has run. */
+void bx_heap_follow_cpu(bx_heap_t *h) {
+    h->follow_cpu = false;
+    int node = bx_node_current();
+    if (node == h->node) return;
+    h->node = node;
+    h->small_blocks.alloc.node = node;
+    for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) h->medium[i].alloc.node = node;
+}
+
+/* A bin that frees into one block never starts a new chain, so when that block empties it
+ * stays the bin's top chain. Before a refill cuts fresh memory, such blocks of other bins go
+ * back to the cache for it: a scan of the bins, paid only when the heap would touch new
+ * pages. */
+static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
+        bx_bin_t *b = &h->small[i];
+        /* Only bins that allocated nothing since the previous scan: the empty top of a bin
+         * that allocates and frees one object at a time is in use, and taking it would cycle
+         * blocks through the cache on every refill (merge sort: 1.17 s -> 1.55 s). */
+        bool idle = b->allocs == h->allocs_at_reclaim[i];
+        h->allocs_at_reclaim[i] = b->allocs;
+        if (b != except && idle) bx_bin_release_empty_top(b);
+    }
+}
+
+void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
+    bx_heap_tick(h);
+    bx_bin_t *b = &h->small[bin];
+    if (BX_UNLIKELY(!bx_keep_enabled(b->keep))) bx_keep_enable(b->keep);
+    if (bx_heap_remote_pending(h)) {
+        bx_heap_drain(h);
+        void *p = bx_bin_alloc(b);
+        if (p) return p;
+    }
+    /* Objects kept since the bin's chains ran out. */
+    if (bx_bin_has_uncounted_kept(b)) {
+        bx_bin_take_kept(b);
+        return bx_bin_alloc(b);
+    }
+    void *p = bx_bin_refill_listed(b);
+    if (!p) {
+        /* Decided after the lists, not from their heads: blocks that chains name stay listed
+         * until their chains go, and the refill skips them. */
+        if (bx_blockcache_would_grow(&h->small_blocks)) reclaim_empty_tops(h, b);
+        p = bx_bin_refill_new(b, h);
+    }
+    /* Checked mode: the whole block a new chain starts on, once per refill. */
+    if (BX_UNLIKELY(bx_options.check) && p) bx_checked_block(bx_block_of(p));
+    return p;
+}
+
+void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
+    bx_heap_tick(h);
+    if (bx_heap_remote_pending(h)) bx_heap_drain(h);
+    bx_blockcache_t *bc = &h->medium[bin];
+    /* Rather than fresh pages, a free block of the next sizes up (blockcache.h). */
+    for (unsigned j = bin + 1; bx_blockcache_would_grow(bc) && j <= bin + BX_MEDIUM_BORROW && j < BX_MEDIUM_BINS; j++)
+        if (!bx_blockcache_would_grow(&h->medium[j])) bc = &h->medium[j];
+    bx_superblock_t *sb;
+    void *p = bc == &h->medium[bin] ? bx_blockcache_alloc(bc, &sb) : bx_blockcache_borrow(bc, &sb);
+    if (!p) return NULL;
+    ((uintptr_t *)p)[1] = 0; /* no stale free or aligned mark from the block's last use */
+    bx_sb_set_live(sb, bx_sb_index(sb, p));
+    h->counters.medium++;
+    h->counters.medium_live_bytes += sb->block_size;
+    return p;
+}
+
+void *bx_heap_alloc_large(bx_heap_t *h, size_t size, size_t alignment, bool *fresh) {
+    bx_heap_tick(h);
+    void *p = bx_large_alloc(size, alignment, h->node, fresh);
+    if (p) h->counters.large++;
+    return p;
+}
+
+void *bx_heap_alloc_sample(bx_heap_t *h, size_t size) {
+    bx_heap_tick(h);
+    void *p = bx_large_alloc_sample(size, h->node);
+    if (p) h->counters.large++;
+    return p;
+}
+
+void *bx_heap_alloc(bx_heap_t *h, size_t size) {
+    if (size <= BX_SMALL_MAX) {
+        unsigned bin = bx_small_bin(size);
+        void *p = bx_bin_alloc(&h->small[bin]);
+        return p ? p : bx_heap_alloc_small_slow(h, bin);
+    }
+    if (size <= BX_MEDIUM_MAX) return bx_heap_alloc_medium(h, bx_medium_bin(size));
+    bool fresh;
+    return bx_heap_alloc_large(h, size, BX_ALIGNMENT, &fresh);
+}
+
+bool bx_heap_check(bx_heap_t *h) {
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++)
+        if (!bx_bin_check(&h->small[i])) return false;
+    for (unsigned step = 0; step < BX_SMALL_STEPS; step++) { /* malloc's table: the bin that fits */
+        bx_bin_t *b = __atomic_load_n(&h->bin_for[step], __ATOMIC_RELAXED);
+        /* A release request redirects it to the stand-in until the owner's next malloc. */
+        if (b != &bx_heap_bin_none && (b != &h->small[bx_small_index[step]] || b->size < step * 16)) return false;
+    }
+    if (!bx_blockcache_check(&h->small_blocks)) return false;
+    for (unsigned i = 0; i < BX_MEDIUM_BINS; i++)
+        if (!bx_blockcache_check(&h->medium[i])) return false;
+    return true;
+}

@@ -1,0 +1,108 @@
+/* heap.h - the per-thread heap: all bins, block caches, keep blocks and both ends of the
+ * remote frees of one thread (DESIGN §4). Its owner allocates and frees with no lock and no
+ * atomic read-modify-write. Which thread owns a heap, and when, is thread.h's business;
+ * what it gives back, and when, retention.h's. */
+#ifndef BX_HEAP_H
+#define BX_HEAP_H
+
+#include <stdatomic.h>
+
+#include "small/bin.h"
+#include "mem/blockcache.h"
+#include "small/keep.h"
+#include "os/os.h"
+#include "small/remote.h"
+#include "heap/retention.h"
+#include "small/sizeclass.h"
+
+enum bx_heap_state {
+    BX_HEAP_LIVE,       /* owned by a running thread */
+    BX_HEAP_ABANDONED,  /* its thread exited; waiting to be adopted */
+    BX_HEAP_RECLAIMING, /* taken off the abandoned list by a thread draining it */
+    BX_HEAP_ORPHAN,     /* shared, behind a lock, for threads past their own teardown */
+    BX_HEAP_LOST,       /* after fork(): another thread's, possibly mid-update; never touched */
+};
+
+/* Written by the owner only; read racily for statistics. */
+typedef struct bx_heap_counters {
+    size_t medium, large, remote_frees; /* small allocations are counted by their bins */
+    size_t medium_live_bytes;
+} bx_heap_counters_t;
+
+typedef struct bx_heap {
+    /* Read by other threads' frees: on a line of their own, never written on a hot path. */
+    int node;
+    _Atomic int state;        /* enum bx_heap_state (thread.c) */
+    struct bx_heap *next_all; /* every heap, for stats and fork (thread.c) */
+    struct bx_heap *next_abandoned;
+    size_t map_size;
+    bx_bin_t small[BX_SMALL_BINS];
+    bx_bin_t *bin_for[BX_SMALL_STEPS];       /* malloc's table: the bin of each 16-byte step */
+    bx_blockcache_t small_blocks;            /* 64 KB blocks for every small bin */
+    size_t allocs_at_reclaim[BX_SMALL_BINS]; /* each bin's allocs at the last empty-top scan */
+    bx_blockcache_t medium[BX_MEDIUM_BINS];  /* one block allocator per medium bin */
+    bx_heap_counters_t counters;
+    bx_block_t keep[BX_SMALL_BINS] __attribute__((aligned(64)));
+    bx_keeper_t keeper;
+    size_t allocs_at_tick[BX_SMALL_BINS]; /* each bin's allocs at the last decay tick */
+    uint64_t next_tick_ns;                /* when the owner next ticks (0: at its next slow path) */
+    _Atomic bool release_requested;       /* by malloc_trim in another thread (retention.c) */
+    bool follow_cpu;                      /* after fork: take the node of the CPU at the next tick */
+    bx_outbox_t outbox;
+    /* Written by other threads: kept off the owner's cache lines. */
+    bx_remote_t remote;
+} bx_heap_t;
+
+/* A fresh heap of `node` (zero-filled; its chain rings are touched only when used). */
+bx_heap_t *bx_heap_create(int node, int state);
+/* The heap's thread changes: a live heap batches what it sends and keeps what it may. */
+void bx_heap_set_state(bx_heap_t *h, int state);
+/* Restores malloc's table of the heap (bx_retention_request redirects it). */
+void bx_heap_reset_bin_table(bx_heap_t *h);
+/* The stand-in bin with an empty chain stack: every allocation from it fails into the slow
+ * path (thread.h's table for threads without a heap). */
+extern bx_bin_t bx_heap_bin_none;
+
+/* The owner's slow paths run the decay tick first (retention.h). */
+static inline void bx_heap_tick(bx_heap_t *h) {
+    uint64_t now = bx_now_ns();
+    /* Atomic: bx_retention_request moves it from another thread (a plain move on x86). */
+    if (BX_UNLIKELY(now >= __atomic_load_n(&h->next_tick_ns, __ATOMIC_RELAXED) || bx_retention_tick_wanted()))
+        bx_retention_tick_due(h, now);
+}
+
+/* Allocation on a heap the caller owns. */
+void *bx_heap_alloc(bx_heap_t *h, size_t size);
+void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin);
+void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin);
+void *bx_heap_alloc_large(bx_heap_t *h, size_t size, size_t alignment, bool *fresh);
+/* A sampled object of at most BX_MEDIUM_MAX bytes (prof.c), from the samples' pool. */
+void *bx_heap_alloc_sample(bx_heap_t *h, size_t size);
+
+/* A local free that starts a new chain; drains the remote frees once past their threshold. */
+void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk);
+/* A local free of a small object (the semi-slow part is a tail call: no register to save). */
+static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) {
+    bx_bin_t *b = blk->owner_bin;
+    if (BX_LIKELY(bx_bin_free_top(b, blk, obj))) return;
+    bx_heap_free_new_chain(h, b, blk);
+}
+/* A local free of a medium object; the caller has cleared its live bit. */
+void bx_heap_free_medium(bx_heap_t *h, void *sb, uint32_t index);
+/* free's path for a plain live small object of another heap's block (classify.h said so),
+ * from heap `self`: kept for this heap's mallocs, or sent home. */
+void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj);
+/* Frees an object of another heap (for a medium one, its live flag cleared) from heap
+ * `self` (NULL: none) by sending it to `home`; `key` marks it free on the way. */
+void bx_heap_send_home(bx_heap_t *self, bx_remote_t *home, void *obj, size_t size, uintptr_t key);
+
+/* Drains the remote frees into the blocks (DESIGN §4: bypasses the chain stack). */
+void bx_heap_drain(bx_heap_t *h);
+static inline bool bx_heap_remote_pending(bx_heap_t *h) { return bx_remote_pending(&h->remote); }
+
+/* After fork, in the child: take the node of the CPU at the next tick. */
+void bx_heap_follow_cpu(bx_heap_t *h);
+/* Validates every structure of the heap; false on any inconsistency. */
+bool bx_heap_check(bx_heap_t *h);
+
+#endif

@@ -1,0 +1,74 @@
+/* retention.c - the release points of retention.h. */
+#include "heap/retention.h"
+
+#include "heap/heap.h"
+#include "mem/large.h"
+#include "mem/node.h"
+#include "os/options.h"
+
+/* Sends home the kept objects of a bin that no chain counts (all, when it has no chain). */
+static void release_kept(bx_heap_t *h, bool idle_only) {
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
+        /* At a tick, only those of a size the thread stopped allocating: of no use here. */
+        if (!idle_only || h->small[i].allocs == h->allocs_at_tick[i]) bx_bin_release_kept(&h->small[i]);
+        h->allocs_at_tick[i] = h->small[i].allocs;
+    }
+}
+
+void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
+    if (level == BX_RELEASE_TICK) {
+        release_kept(h, true);
+        bx_outbox_flush(&h->outbox);
+        bx_blockcache_decay(&h->small_blocks);
+        for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_decay(&h->medium[i]);
+        return;
+    }
+    /* Everything free: remote frees in, chains dropped, kept objects home, caches empty. */
+    bx_outbox_flush(&h->outbox);
+    bx_heap_drain(h);
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) bx_bin_flush(&h->small[i]);
+    release_kept(h, false);
+    bx_outbox_flush(&h->outbox); /* the kept objects just sent home */
+    bx_blockcache_flush(&h->small_blocks);
+    for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_flush(&h->medium[i]);
+}
+
+size_t bx_retention_release_shared(enum bx_release_level level) {
+    bool all = level != BX_RELEASE_TICK;
+    return bx_node_purge(all) + bx_large_purge(all);
+}
+
+static void (*tick_hook)(void);
+void bx_retention_set_tick_hook(void (*fn)(void)) { tick_hook = fn; }
+
+void bx_retention_reclaim_idle(bx_heap_t *h) {
+    bx_blockcache_reclaim(&h->small_blocks);
+    for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_reclaim(&h->medium[i]);
+}
+
+void bx_retention_tick_due(bx_heap_t *h, uint64_t now_ns) {
+    if (BX_UNLIKELY(h->follow_cpu)) bx_heap_follow_cpu(h);
+    __atomic_store_n(&h->next_tick_ns, now_ns + (bx_options.decay_ms ? bx_options.decay_ms : 1) * (uint64_t)1000000,
+                     __ATOMIC_RELAXED);
+    if (atomic_load_explicit(&h->release_requested, memory_order_relaxed) &&
+        atomic_exchange_explicit(&h->release_requested, false, memory_order_acquire)) {
+        bx_heap_reset_bin_table(h);
+        bx_retention_release_heap(h, BX_RELEASE_TRIM);
+        bx_retention_release_shared(BX_RELEASE_TRIM); /* what the heap just gave its node */
+        return;
+    }
+    bx_retention_release_heap(h, BX_RELEASE_TICK);
+    bx_retention_release_shared(BX_RELEASE_TICK);
+    /* Only a running thread's own heap: the orphan heap ticks under its lock, and the hook
+     * may start a thread, whose creation mallocs (it would wait for that lock for ever). */
+    if (tick_hook && atomic_load_explicit(&h->state, memory_order_relaxed) == BX_HEAP_LIVE) tick_hook();
+}
+
+void bx_retention_request(bx_heap_t *h) {
+    /* The owner's next malloc fails into the slow path (the stand-in bin has an empty stack)
+     * and ticks there; it sees the flag once every entry is redirected. */
+    for (unsigned step = 0; step < BX_SMALL_STEPS; step++)
+        __atomic_store_n(&h->bin_for[step], &bx_heap_bin_none, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->next_tick_ns, 0, __ATOMIC_RELAXED);
+    atomic_store_explicit(&h->release_requested, true, memory_order_release);
+}

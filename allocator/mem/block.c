@@ -1,0 +1,87 @@
+/* block.c - formatting small-object blocks. */
+#include "mem/block.h"
+
+bx_block_t bx_block_none = {.heap = BX_BLOCK_NO_OWNER};
+
+static uint32_t div_magic_for(uint32_t size) { return (uint32_t)((((uint64_t)1) << 32) / size + 1); }
+
+void bx_block_init(bx_block_t *b, void *mem, struct bx_heap *heap, struct bx_remote *home, struct bx_bin *owner_bin,
+                   unsigned bin, uint32_t size) {
+    b->mem = mem;
+    b->free = BX_FREE_END;
+    b->carved = b->slot_limit = 0;
+    b->shared_slot_limit = 0;
+    b->heap = heap;
+    b->owner_bin = owner_bin;
+    b->home = home;
+    b->prev = b->next = NULL;
+    b->size = size;
+    b->div_magic = div_magic_for(size);
+    b->free_key = bx_format_key(mem, size); /* the 64 KB-aligned start: base | size is unique */
+    b->used = 0;
+    b->capacity = (uint16_t)bx_block_capacity(size);
+    b->chain_refs = 0;
+    b->bin = (uint8_t)bin;
+    b->list = BX_LIST_NONE;
+}
+
+bool bx_block_check_header(const bx_block_t *b) {
+    uint32_t size = b->size;
+    if (size < BX_MIN_OBJECT || size > BX_SMALL_MAX || size % BX_ALIGNMENT) return false;
+    if (b->capacity != bx_block_capacity(size) || b->div_magic != div_magic_for(size)) return false;
+    if (b->mem != bx_block_mem_of(b->mem) || bx_block_of(b->mem) != b) return false;
+    /* Any thread may check: the limits free reads (carved is the owner's). The published one
+     * first: it is a past value of the other, which only grows while anyone may check. */
+    uint32_t shared = bx_block_shared_slot_limit(b), limit = bx_block_slot_limit(b), step = bx_block_slot_step(b);
+    if (!step || limit % step || limit / step > b->capacity || shared % step || shared > limit) return false;
+    return b->used <= b->capacity && b->list < BX_LIST_COUNT;
+}
+
+bool bx_block_check_free_object(const bx_block_t *b, const void *obj) {
+    return bx_block_of(obj) == b && bx_block_is_slot(b, obj) && bx_object_is_free(obj, bx_block_key(b));
+}
+
+__attribute__((force_align_arg_pointer)) void bx_block_corrupt(const bx_block_t *b) {
+    if (b->free < BX_FREE_END)
+        bx_fatalf("malloc(): corrupted free list at %p (block %p): the free object there was written after it was freed",
+                  (const void *)(b->mem + b->free), (const void *)b);
+    bx_fatalf("malloc(): corrupted free list in block %p: a free object was written after it was freed",
+              (const void *)b);
+}
+
+bool bx_block_check(const bx_block_t *b) {
+    if (!bx_block_check_header(b)) return false;
+    if (b->carved != bx_block_slot_limit(b) / bx_block_slot_step(b) * b->size) return false;
+    uint32_t listed = 0;
+    /* Each offset is checked before the object at it is read. */
+    for (uintptr_t off = b->free; off != BX_FREE_END; off = *(const uintptr_t *)(b->mem + off) ^ bx_link_secret)
+        if (++listed > b->capacity || (off & BX_FREE_LINK_BAD) || !bx_block_check_free_object(b, b->mem + off))
+            return false;
+    /* Objects on their way back from other threads still count as used. */
+    uint32_t never_used =
+        (uint32_t)((size_t)(bx_block_first(b) + (size_t)b->capacity * b->size - bx_block_bump(b)) / b->size);
+    return listed + never_used == bx_block_free_count(b);
+}
+
+bool bx_block_demote_head(bx_block_t *b, const void *obj) {
+    uint32_t off = (uint16_t)(uintptr_t)obj;
+    if (b->free != off || off >= BX_FREE_END) return false;
+    uintptr_t *head = (uintptr_t *)(b->mem + off);
+    uintptr_t next = *head ^ bx_link_secret;
+    if (next & BX_FREE_LINK_BAD) return false; /* left for the next malloc to report */
+    if (next != BX_FREE_END) {
+        uintptr_t *second = (uintptr_t *)(b->mem + next);
+        *head = *second; /* the second's link, still mangled */
+        *second = off ^ bx_link_secret;
+        b->free = (uint16_t)next;
+        return true;
+    }
+    if (b->carved + b->size > (uint32_t)b->capacity * b->size) return false;
+    uintptr_t *fresh = (uintptr_t *)bx_block_bump(b);
+    b->carved += b->size;
+    __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
+    fresh[0] = off ^ bx_link_secret;
+    fresh[1] = bx_block_key(b);
+    b->free = (uint16_t)(uintptr_t)fresh;
+    return true;
+}

@@ -1,0 +1,166 @@
+/* blockcache.c - the superblock-bounded block cache. */
+#include "mem/blockcache.h"
+
+#include "mem/pagemap.h"
+
+bx_superblock_t *bx_superblock_of(const void *block) { return bx_span_of(bx_pagemap_get(block)); }
+
+void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size, uint32_t bound,
+                        uint32_t max_blocks, int node) {
+    bx_blockalloc_init(&bc->alloc, owner, tag, block_size, node);
+    bc->head = bc->last_given = NULL;
+    bc->count = bc->represented = 0;
+    bc->bound = bound;
+    bc->max_blocks = max_blocks;
+    bc->active = 0;
+    bc->lock = (bx_lock_t)BX_LOCK_INIT;
+}
+
+/* A cached block's first word links the cache, its second names its superblock: no pagemap
+ * lookup on the way out. */
+static inline bx_superblock_t *cached_sb(void *block) { return ((bx_superblock_t **)block)[1]; }
+
+/* Whether `block`, read from a cached block's link (or the head), is a cached block of bc:
+ * a block start below the bump pointer of one of its superblocks, naming that superblock.
+ * A medium object starts at its block, so a write after free lands on both words. */
+static bool cached_block_ok(const bx_blockcache_t *bc, const void *block) {
+    uintptr_t entry = bx_pagemap_get(block);
+    if (bx_tag_of(entry) != bc->alloc.tag) return false;
+    bx_superblock_t *sb = bx_span_of(entry);
+    if (sb->owner != &bc->alloc || (const char *)block < sb->first || (const char *)block >= sb->bump) return false;
+    return bx_sb_block(sb, bx_sb_index(sb, block)) == block && cached_sb((void *)(uintptr_t)block) == sb;
+}
+
+static __attribute__((noreturn, cold)) void corrupted(const void *block) {
+    bx_fatalf("malloc(): corrupted free list at %p (a cached block): the free object there was written after it was freed",
+              block);
+}
+
+/* Takes the head off the list, checked with its link before either is followed. */
+static void *pop_head(bx_blockcache_t *bc) {
+    void *block = bc->head;
+    if (!cached_block_ok(bc, block)) corrupted(block);
+    void *next = bx_link_get(block);
+    if (next && !cached_block_ok(bc, next)) corrupted(block);
+    __atomic_store_n(&bc->head, next, __ATOMIC_RELAXED);
+    return block;
+}
+
+#define ACTIVE_TICK 1
+#define ACTIVE_PASS 2
+
+bool bx_blockcache_would_grow(bx_blockcache_t *bc) {
+    /* A cached block: no lock needed to say no (only the owner adds to the cache). */
+    if (__atomic_load_n(&bc->head, __ATOMIC_RELAXED)) return false;
+    bx_lock(&bc->lock);
+    bool grow = !bc->head && (bc->alloc.count == 0 || !bc->alloc.heap[0]->free);
+    bx_unlock(&bc->lock);
+    return grow;
+}
+
+static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last) {
+    bc->active = ACTIVE_TICK | ACTIVE_PASS;
+    if (!bc->head) return bx_blockalloc_alloc(&bc->alloc, sb_out);
+    if (not_last && bc->head == bc->last_given && bc->alloc.tag == BX_TAG_MEDIUM) {
+        /* Not the block freed last, as glibc does not hand a freed chunk straight back: a
+         * stale pointer to it would write into the next object of the size. The second
+         * cached block, or one from the superblocks; in a loop that allocates and frees
+         * one object, two blocks take turns (no fresh pages after the first time). */
+        bc->last_given = NULL;
+        if (bc->count == 1) {
+            void *other = bx_blockalloc_alloc(&bc->alloc, sb_out);
+            if (other) return other;
+        } else {
+            void *freed = pop_head(bc);
+            void *block = take(bc, sb_out, false);
+            bx_link_set(freed, bc->head);
+            __atomic_store_n(&bc->head, freed, __ATOMIC_RELAXED);
+            return block;
+        }
+    }
+    void *block = pop_head(bc);
+    if (block == bc->last_given) bc->last_given = NULL;
+    bc->count--;
+    bx_superblock_t *sb = cached_sb(block);
+    if (--sb->cached == 0) bc->represented--;
+    if (sb_out) *sb_out = sb;
+    return block;
+}
+
+void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
+    bx_lock(&bc->lock);
+    void *block = take(bc, sb_out, true);
+    bx_unlock(&bc->lock);
+    return block;
+}
+
+void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
+    bx_lock(&bc->lock);
+    void *block = take(bc, sb_out, false);
+    bx_unlock(&bc->lock);
+    return block;
+}
+
+static void give(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
+    if (bc->count >= bc->max_blocks) {
+        bx_blockalloc_free(&bc->alloc, sb, block);
+        return;
+    }
+    if (sb->cached == 0) {
+        if (bc->represented >= bc->bound) {
+            bx_blockalloc_free(&bc->alloc, sb, block);
+            return;
+        }
+        bc->represented++;
+    }
+    sb->cached++;
+    bx_link_set(block, bc->head);
+    ((bx_superblock_t **)block)[1] = sb;
+    __atomic_store_n(&bc->head, block, __ATOMIC_RELAXED);
+    bc->last_given = block;
+    bc->count++;
+}
+
+void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
+    bx_lock(&bc->lock);
+    give(bc, sb, block);
+    bx_unlock(&bc->lock);
+}
+
+static void flush(bx_blockcache_t *bc) {
+    while (bc->head) {
+        void *block = pop_head(bc);
+        bx_superblock_t *sb = cached_sb(block);
+        sb->cached--;
+        bx_blockalloc_free(&bc->alloc, sb, block);
+    }
+    bc->count = bc->represented = 0;
+    bc->last_given = NULL;
+}
+
+void bx_blockcache_flush(bx_blockcache_t *bc) {
+    bx_lock(&bc->lock);
+    flush(bc);
+    bx_unlock(&bc->lock);
+}
+
+void bx_blockcache_decay(bx_blockcache_t *bc) {
+    bx_lock(&bc->lock);
+    if (!(bc->active & ACTIVE_TICK)) flush(bc);
+    bc->active &= (uint8_t)~ACTIVE_TICK;
+    bx_unlock(&bc->lock);
+}
+
+void bx_blockcache_reclaim(bx_blockcache_t *bc) {
+    if (!bx_trylock(&bc->lock)) return;
+    if (!(bc->active & ACTIVE_PASS)) flush(bc);
+    bc->active &= (uint8_t)~ACTIVE_PASS;
+    bx_unlock(&bc->lock);
+}
+
+bool bx_blockcache_check(bx_blockcache_t *bc) {
+    bx_lock(&bc->lock);
+    bool ok = bx_blockalloc_check(&bc->alloc);
+    bx_unlock(&bc->lock);
+    return ok;
+}

@@ -1,0 +1,60 @@
+/* blockcache.h - the cached block allocator (DESIGN §5).
+ *
+ * Freed blocks wait in a LIFO for reuse, but the cache is bounded by the number of
+ * superblocks it holds blocks from, not by blocks, so it can never keep many
+ * superblocks from going back: a block whose superblock is not yet represented goes
+ * straight back to the block allocator once the bound is reached. */
+#ifndef BX_BLOCKCACHE_H
+#define BX_BLOCKCACHE_H
+
+#include "base/lock.h"
+#include "mem/superblock.h"
+
+/* Their bounds: retention.h. */
+/* A medium bin whose next block would be fresh memory takes a free block of up to this
+ * many bins larger (at most 1.2^2 = 1.44x the size) instead: pages already resident. */
+#define BX_MEDIUM_BORROW 2
+
+typedef struct bx_blockcache {
+    bx_blockalloc_t alloc;
+    void *head;           /* cached blocks, linked through their first word */
+    uint32_t count;       /* blocks cached */
+    uint32_t represented; /* distinct superblocks among them */
+    uint32_t bound;       /* most superblocks represented */
+    uint32_t max_blocks;  /* most blocks cached */
+    void *last_given;     /* the block cached last, while it heads the list: a medium
+                              * cache hands out another first (blockcache.c) */
+    uint8_t active;       /* a block was taken since the last decay: a bit for the owner's
+                              * tick, one for the reclaimer's pass */
+    /* The owner takes it for every operation, uncontended but for the reclaimer, which
+     * empties the caches of threads that stopped calling us (retention.h). */
+    bx_lock_t lock;
+} bx_blockcache_t;
+
+void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size, uint32_t bound,
+                        uint32_t max_blocks, int node);
+/* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. A medium cache
+ * hands out the block cached last only when it has no other and the superblocks none. */
+void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out);
+/* The same for another bin about to touch fresh pages: the cached block, even the one freed
+ * last, which bx_blockcache_alloc does not hand out while there is another. */
+void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out);
+/* True when the next block would be memory never handed out (untouched pages). */
+bool bx_blockcache_would_grow(bx_blockcache_t *bc);
+/* Takes back a block of superblock sb. */
+void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
+/* The superblock holding a block (a pagemap lookup). */
+bx_superblock_t *bx_superblock_of(const void *block);
+/* Returns every cached block to the block allocator. */
+void bx_blockcache_flush(bx_blockcache_t *bc);
+/* Once per decay delay: flushes the cache if no block was taken from it since the last
+ * call. A cache in use keeps its blocks: flushing it would only empty its superblocks into
+ * the node, where other bins take them and touch fresh pages for this one. */
+void bx_blockcache_decay(bx_blockcache_t *bc);
+/* Validates its block allocator (bx_blockalloc_check). */
+bool bx_blockcache_check(bx_blockcache_t *bc);
+/* The same for the reclaimer, from another thread: flushes a cache that gave no block since
+ * the reclaimer's last pass. Skips one its owner holds at the moment. */
+void bx_blockcache_reclaim(bx_blockcache_t *bc);
+
+#endif

@@ -1,0 +1,376 @@
+/* large.c - mmap'ed objects and their cache. */
+#define _GNU_SOURCE
+#include "mem/large.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "base/lock.h"
+#include "mem/node.h"
+#include "os/options.h"
+#include "os/os.h"
+#include "mem/pagemap.h"
+
+static bx_lock_t cache_lock = BX_LOCK_INIT;
+static atomic_size_t live_objects, live_bytes;
+
+/* The cache: lists by size (bucket k holds mappings of [2^k, 2^(k+1)) bytes, newest first)
+ * and one list by age (newest first) for the size limit and the decay. */
+#define BUCKETS 64
+static bx_large_t *buckets[BUCKETS];
+static bx_large_t *newest, *oldest; /* newest is peeked at without the lock: atomic stores */
+static size_t cache_bytes;
+static uint64_t next_expiry_check_ms;
+
+static size_t page(void) { return bx_os_page_size(); }
+static bx_large_t *evict_at_least(size_t bytes);
+static size_t release(bx_large_t *l);
+static unsigned bucket_of(size_t bytes) { return 63u - (unsigned)__builtin_clzll(bytes); }
+
+static bool publish(bx_large_t *l) { return bx_pagemap_set_one(l->user, (uintptr_t)l | BX_TAG_LARGE); }
+static void unpublish(bx_large_t *l) { bx_pagemap_set_one(l->user, 0); }
+
+static void cache_insert(bx_large_t *l) {
+    unsigned b = bucket_of(l->map_size);
+    l->bprev = NULL;
+    l->bnext = buckets[b];
+    if (l->bnext) l->bnext->bprev = l;
+    buckets[b] = l;
+    l->aprev = NULL;
+    l->anext = newest;
+    if (newest) newest->aprev = l;
+    __atomic_store_n(&newest, l, __ATOMIC_RELAXED);
+    if (!oldest) oldest = l;
+    cache_bytes += l->map_size;
+}
+
+static void cache_remove(bx_large_t *l) {
+    if (l->bprev)
+        l->bprev->bnext = l->bnext;
+    else
+        buckets[bucket_of(l->map_size)] = l->bnext;
+    if (l->bnext) l->bnext->bprev = l->bprev;
+    if (l->aprev)
+        l->aprev->anext = l->anext;
+    else
+        __atomic_store_n(&newest, l->anext, __ATOMIC_RELAXED);
+    if (l->anext)
+        l->anext->aprev = l->aprev;
+    else
+        oldest = l->aprev;
+    cache_bytes -= l->map_size;
+}
+
+static size_t distance(size_t a, size_t b) { return a > b ? a - b : b - a; }
+
+/* The cached mapping of this node closest in size to `need`, from an eighth to eight times it:
+ * its pages are already there, whatever the size (thesis programs 7.1/7.2 for any size, not
+ * one repeated size). A bounded look at five buckets keeps it O(1). */
+static bx_large_t *from_cache(size_t need, int node) {
+    bx_large_t *best = NULL;
+    if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return NULL;
+    bx_lock(&cache_lock);
+    unsigned first = bucket_of(need) > 2 ? bucket_of(need) - 2 : 0;
+    for (unsigned b = first; b < BUCKETS && b <= bucket_of(need) + 2; b++) {
+        int looked = 0;
+        for (bx_large_t *l = buckets[b]; l && looked < 8; l = l->bnext, looked++)
+            if (l->node == node && (!best || distance(l->map_size, need) < distance(best->map_size, need))) best = l;
+    }
+    if (best) cache_remove(best);
+    bx_unlock(&cache_lock);
+    return best;
+}
+
+/* Fits a cached mapping to `need` bytes: a larger one is used as it is (its pages are
+ * resident already: trimming the tail made the next larger request fault it in again, and
+ * bigbuf's 5-25 MB buffers took 2-3x the time), a smaller one grows in place or is moved by
+ * the kernel with its pages. NULL if it cannot grow (it is then unmapped). */
+static bx_large_t *refit(bx_large_t *l, size_t need) {
+    if (need <= l->map_size) return l; /* from_cache takes none above 8x need */
+    char *base = bx_os_remap(l->base, l->map_size, need, true);
+    if (!base) {
+        bx_os_unmap(l->base, l->map_size);
+        return NULL;
+    }
+    l = (bx_large_t *)base;
+    l->base = base;
+    l->user = base + page();
+    l->map_size = need;
+    return l;
+}
+
+/* BOBOX_MEM on a fresh mapping, before anything touches it: the policy stays with the mapping
+ * through the cache and mremap. Without a setting, the node of the allocating thread (called
+ * only with more than one node, or a setting). */
+static void place(void *base, size_t size, void *arg) {
+    int node = *(const int *)arg;
+    const bx_mempolicy_t *m = &bx_options.mem;
+    if (m->mode == BX_MEM_LOCAL) {
+        bx_os_bind(base, size, node);
+        return;
+    }
+    unsigned long own[BX_MEM_LONGS] = {0};
+    const unsigned long *mask = m->mask;
+    if (!m->nnodes) { /* bind or preferred without a list: the thread's own node */
+        own[node / (8 * sizeof(unsigned long))] = 1UL << (node % (8 * sizeof(unsigned long)));
+        mask = own;
+    }
+    static atomic_int reported;
+    int error = 0;
+    if (!bx_os_set_policy(base, size, bx_mempolicy_kernel_mode(m->mode), mask, BX_MEM_MAX_NODES + 1, &error) &&
+        !atomic_exchange_explicit(&reported, 1, memory_order_relaxed))
+        bx_message("bobox: BOBOX_MEM=%s: the kernel refused the policy (mbind: error %d); large objects are "
+                   "placed by first touch (reported once)\n",
+                   bx_mem_mode_names[m->mode], error);
+}
+
+/* A fresh mapping of `need` bytes, its header filled in, the object a page in. */
+static bx_large_t *map_fresh(size_t need, size_t alignment, int node) {
+    bool placed = bx_options.mem.mode != BX_MEM_LOCAL || bx_node_count() > 1;
+    char *base = bx_os_map_placed(need, alignment, page(), placed ? place : NULL, &node);
+    if (!base) return NULL;
+    bx_os_advise_huge(base, need, bx_thp_advice(false)); /* kept through the cache and mremap */
+    bx_large_t *l = (bx_large_t *)base;
+    l->base = base;
+    l->map_size = need;
+    l->user = base + page();
+    l->node = node;
+    l->sample = false;
+    return l;
+}
+
+/* Registers the object for free and the counters. */
+static void *hand_out(bx_large_t *l) {
+    l->usable = l->map_size - (size_t)(l->user - l->base);
+    if (!publish(l)) {
+        bx_os_unmap(l->base, l->map_size);
+        errno = ENOMEM;
+        return NULL;
+    }
+    atomic_fetch_add_explicit(&live_objects, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&live_bytes, l->usable, memory_order_relaxed);
+    return l->user;
+}
+
+/* The node a cached mapping must have: a policy over named nodes is the same for every
+ * thread, so any cached mapping has it. */
+static int cached_node(int node) { return bx_options.mem.mode != BX_MEM_LOCAL && bx_options.mem.nnodes ? -1 : node; }
+
+void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
+    /* Each object spans at least one 64 KB chunk, so no two share the pagemap entry of
+     * their address. */
+    if (size < BX_BLOCK_SIZE) size = BX_BLOCK_SIZE;
+    if (size > PTRDIFF_MAX - 2 * page() - alignment) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t need = page() + bx_align_up(size, page());
+    node = cached_node(node);
+    bx_large_t *l = alignment <= page() ? from_cache(need, node) : NULL;
+    if (l) l = refit(l, need);
+    *fresh = l == NULL;
+    if (!l) {
+        /* A miss: what is cached did not fit, so give back as much as we are about to map:
+         * caching must not add a second copy of the working set to the peak. */
+        release(evict_at_least(need));
+        l = map_fresh(need, alignment, node);
+        if (!l) return NULL;
+    }
+    return hand_out(l);
+}
+
+/* ---- the samples' pool ------------------------------------------------------------------
+ * The profiler serves each sampled small or medium object as a large one, so that its free
+ * reaches bx_prof_forget. Their mappings come in 64 KB steps and wait in lists of their own,
+ * one per step, newest first: a sample takes the first of its node, with no search. In the
+ * shared cache, a sample looked at up to 40 other mappings' headers (a page each) to find the
+ * closest size, and larger requests took the sample mappings and grew them with mremap
+ * (realloc under the profiler: 957 mremap and 578 mmap calls, against 111 and 166 without). */
+#define SAMPLE_STEPS (BX_MEDIUM_MAX / BX_BLOCK_SIZE + 1)
+static bx_large_t *sample_pool[SAMPLE_STEPS]; /* linked through bnext; peeked at without the lock */
+static size_t sample_pool_bytes;
+static uint64_t sample_pool_used_ms; /* the last put: the pool decays whole after that */
+
+static size_t sample_pool_limit(void) { return bx_options.cache_bytes / 4; }
+
+void *bx_large_alloc_sample(size_t size, int node) {
+    size_t steps = size <= BX_BLOCK_SIZE ? 1 : (size + BX_BLOCK_SIZE - 1) / BX_BLOCK_SIZE;
+    if (steps > SAMPLE_STEPS) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t need = page() + steps * BX_BLOCK_SIZE;
+    node = cached_node(node);
+    bx_large_t *l = NULL;
+    bx_large_t **list = &sample_pool[steps - 1];
+    if (__atomic_load_n(list, __ATOMIC_RELAXED)) {
+        bx_lock(&cache_lock);
+        int looked = 0;
+        for (bx_large_t **at = list; *at && looked < 4; at = &(*at)->bnext, looked++)
+            if ((*at)->node == node) {
+                l = *at;
+                __atomic_store_n(at, l->bnext, __ATOMIC_RELAXED);
+                __atomic_store_n(&sample_pool_bytes, sample_pool_bytes - need, __ATOMIC_RELAXED);
+                break;
+            }
+        bx_unlock(&cache_lock);
+    }
+    if (!l) {
+        l = map_fresh(need, BX_ALIGNMENT, node);
+        if (!l) return NULL;
+        l->sample = true;
+    }
+    return hand_out(l);
+}
+
+/* Takes a freed sample mapping into the pool; false if it is full. */
+static bool sample_pool_put(bx_large_t *l) {
+    size_t steps = (l->map_size - page()) / BX_BLOCK_SIZE;
+    bool kept = false;
+    uint64_t now = bx_now_ms();
+    bx_lock(&cache_lock);
+    if (sample_pool_bytes + l->map_size <= sample_pool_limit()) {
+        l->bnext = sample_pool[steps - 1];
+        __atomic_store_n(&sample_pool[steps - 1], l, __ATOMIC_RELAXED);
+        __atomic_store_n(&sample_pool_bytes, sample_pool_bytes + l->map_size, __ATOMIC_RELAXED);
+        sample_pool_used_ms = now;
+        kept = true;
+    }
+    bx_unlock(&cache_lock);
+    return kept;
+}
+
+/* Unlinks the whole pool, into a list through `anext` (called with the lock held). */
+static bx_large_t *sample_pool_collect(void) {
+    bx_large_t *out = NULL;
+    for (unsigned i = 0; i < SAMPLE_STEPS; i++) {
+        for (bx_large_t *l = sample_pool[i], *next; l; l = next) {
+            next = l->bnext;
+            l->anext = out;
+            out = l;
+        }
+        __atomic_store_n(&sample_pool[i], NULL, __ATOMIC_RELAXED);
+    }
+    __atomic_store_n(&sample_pool_bytes, 0, __ATOMIC_RELAXED);
+    return out;
+}
+
+/* Unlinks the oldest cached mappings until `bytes` are taken (or the cache is empty). */
+static bx_large_t *evict_at_least(size_t bytes) {
+    if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return NULL;
+    bx_large_t *out = NULL;
+    size_t taken = 0;
+    bx_lock(&cache_lock);
+    while (oldest && taken < bytes) {
+        bx_large_t *l = oldest;
+        taken += l->map_size;
+        cache_remove(l);
+        l->anext = out;
+        out = l;
+    }
+    bx_unlock(&cache_lock);
+    return out;
+}
+
+/* Unlinks what is past the size limit or the decay delay (all: everything), oldest first,
+ * into a list through `anext`. Called with the lock held. */
+static bx_large_t *collect(bool all, uint64_t now) {
+    bx_large_t *out = NULL;
+    while (oldest && (all || cache_bytes > bx_options.cache_bytes ||
+                      (now > oldest->cached_since_ms && now - oldest->cached_since_ms >= bx_options.decay_ms))) {
+        bx_large_t *l = oldest;
+        cache_remove(l);
+        l->anext = out;
+        out = l;
+    }
+    next_expiry_check_ms = oldest ? oldest->cached_since_ms + bx_options.decay_ms : UINT64_MAX;
+    return out;
+}
+
+static size_t release(bx_large_t *l) {
+    size_t bytes = 0;
+    while (l) {
+        bx_large_t *next = l->anext;
+        bytes += l->map_size;
+        bx_os_unmap(l->base, l->map_size);
+        l = next;
+    }
+    return bytes;
+}
+
+void bx_large_free(bx_large_t *l) {
+    unpublish(l);
+    atomic_fetch_sub_explicit(&live_objects, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&live_bytes, l->usable, memory_order_relaxed);
+    bx_large_t *expired = NULL;
+    if (l->sample) {
+        if (sample_pool_put(l)) return;
+        l->anext = NULL;
+        expired = l;
+    } else if (l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
+        l->cached_since_ms = bx_now_ms();
+        bx_lock(&cache_lock);
+        cache_insert(l);
+        if (cache_bytes > bx_options.cache_bytes || l->cached_since_ms >= next_expiry_check_ms)
+            expired = collect(false, l->cached_since_ms);
+        bx_unlock(&cache_lock);
+    } else {
+        l->anext = NULL;
+        expired = l;
+    }
+    release(expired);
+}
+
+void *bx_large_realloc(bx_large_t *l, size_t size) {
+    if (size > PTRDIFF_MAX - 2 * page()) return NULL;
+    size_t offset = (size_t)(l->user - l->base);
+    size_t need = offset + bx_align_up(size < BX_BLOCK_SIZE ? BX_BLOCK_SIZE : size, page());
+    if (need == l->map_size) return l->user;
+    char *old_base = l->base;
+    size_t old_size = l->map_size;
+    /* Unregister first: once mremap moves the mapping, another thread's mmap may get the
+     * old range and register its own object in the same pagemap chunk. */
+    unpublish(l);
+    char *base = bx_os_remap(old_base, old_size, need, false);
+    /* Moving keeps page alignment only; aligned objects grow in place or not at all. The
+     * destination is a mapping of our own, its pagemap leaf made first, so that the move
+     * replaces nobody's memory and the registration after it cannot fail. */
+    if (!base && offset == page() && (base = bx_os_map(need)) != NULL &&
+        (!bx_pagemap_set_one(base + offset, 0) || !bx_os_move(old_base, old_size, base, need))) {
+        bx_os_unmap(base, need);
+        base = NULL;
+    }
+    if (!base) {
+        publish(l); /* unchanged, and its chunk's leaf exists */
+        return NULL;
+    }
+    l = (bx_large_t *)base;
+    l->base = base;
+    l->map_size = need;
+    l->user = base + offset;
+    l->usable = need - offset;
+    l->sample = false; /* no longer a pool size: the shared cache takes it when freed */
+    atomic_fetch_add_explicit(&live_bytes, need - old_size, memory_order_relaxed); /* wraps back on shrink */
+    publish(l);
+    return l->user;
+}
+
+size_t bx_large_purge(bool all) {
+    bool samples = __atomic_load_n(&sample_pool_bytes, __ATOMIC_RELAXED) != 0;
+    if (!__atomic_load_n(&newest, __ATOMIC_RELAXED) && !samples) return 0;
+    uint64_t now = bx_now_ms(); /* before the lock: an interposed clock may allocate */
+    bx_lock(&cache_lock);
+    bx_large_t *expired = collect(all, now);
+    bx_large_t *idle = NULL;
+    if (samples && (all || (now > sample_pool_used_ms && now - sample_pool_used_ms >= bx_options.decay_ms)))
+        idle = sample_pool_collect();
+    bx_unlock(&cache_lock);
+    return release(expired) + release(idle);
+}
+
+size_t bx_large_cached_bytes(void) { return cache_bytes + __atomic_load_n(&sample_pool_bytes, __ATOMIC_RELAXED); }
+size_t bx_large_live_objects(void) { return atomic_load_explicit(&live_objects, memory_order_relaxed); }
+size_t bx_large_live_bytes(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed); }
+void bx_large_lock(void) { bx_lock(&cache_lock); }
+void bx_large_unlock(void) { bx_unlock(&cache_lock); }
+void bx_large_reset_lock(void) { bx_lock_reset(&cache_lock); }

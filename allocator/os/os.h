@@ -1,0 +1,70 @@
+/* os.h - the only door to the kernel's memory calls (mmap, munmap, mremap, mbind). */
+#ifndef BX_OS_H
+#define BX_OS_H
+
+#include <time.h>
+
+#include "base/common.h"
+
+/* A monotonic clock, coarse and cheap (the vDSO, no system call). The decay check on every
+ * medium malloc compares nanoseconds: no division. An interposed clock_gettime (libfaketime)
+ * may allocate on its first call: a read nested in another answers the last value read. */
+uint64_t bx_now_ns(void);
+static inline uint64_t bx_now_ms(void) { return bx_now_ns() / 1000000; }
+
+/* Anonymous read-write memory, or NULL. Sizes are multiples of the page size. */
+void *bx_os_map(size_t size);
+/* As bx_os_map, placed so that start + offset is a multiple of `alignment` (a power of two). */
+void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset);
+/* As bx_os_map_aligned, with `place` (a NUMA policy) applied before any page can be faulted
+ * in; NULL `place`: none. */
+typedef void bx_os_place_fn(void *p, size_t size, void *arg);
+void *bx_os_map_placed(size_t size, size_t alignment, size_t offset, bx_os_place_fn *place, void *arg);
+void bx_os_unmap(void *p, size_t size);
+/* Address space that reads as zeros and is not counted as mapped (pages are only backed
+ * once made writable); NULL if it cannot be had, or under a finite RLIMIT_AS. */
+void *bx_os_reserve_zeros(size_t size);
+/* Makes the pages holding [p, p+size) of such a reservation writable. */
+bool bx_os_make_writable(void *p, size_t size);
+/* Grows or shrinks a mapping (mremap): in place, or, with may_move, wherever the kernel finds
+ * room if it must, its pages with it. NULL if it cannot (the mapping stays as it was). */
+void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);
+/* Moves the mapping [p, p + old_size) onto `dest`, a mapping of new_size bytes the caller
+ * made (bx_os_map), which it replaces; grown or shrunk to new_size. False if it cannot (both
+ * stay as they were). Never touches memory the caller does not own, unlike a move to an
+ * address that might be free when asked and another thread's by the time of the call. */
+bool bx_os_move(void *p, size_t old_size, void *dest, size_t new_size);
+/* Transparent huge pages for a range: the system's setting, ruled out, or asked for. */
+enum bx_os_huge { BX_OS_HUGE_LEAVE, BX_OS_HUGE_NO, BX_OS_HUGE_YES };
+/* Gives the range that advice (MADV_NOHUGEPAGE, MADV_HUGEPAGE; none for LEAVE); false if
+ * the kernel refused (built without THP). */
+bool bx_os_advise_huge(void *p, size_t size, int advice);
+/* Prefers NUMA node `node` for the range's pages; false if the kernel refused. */
+bool bx_os_bind(void *p, size_t size, int node);
+/* Gives the range the kernel's policy `mode` (MPOL_*) over the nodes in mask (maxnode bits);
+ * false, errno kept, if the kernel refused (the error in *error). */
+bool bx_os_set_policy(void *p, size_t size, int mode, const unsigned long *mask, unsigned long maxnode, int *error);
+#ifdef BX_TESTING
+/* The node policy the kernel holds for the page at p: node, or -1 if none. */
+int bx_os_policy_node(const void *p, int *mode_out);
+#endif
+/* NUMA node of the CPU this thread runs on now (getcpu). */
+int bx_os_current_cpu(void);
+
+size_t bx_os_page_size(void);
+
+/* Reads a small /proc or /sys file into buf, NUL-terminated; false if absent or empty. */
+bool bx_os_read_file(const char *path, char *buf, size_t size);
+
+/* Whether the process has had BX_OS_BIG_BYTES mapped: big enough for the reclaimer
+ * (reclaimer.h), which takes note at the next tick (BECAME_BIG -> BIG). */
+#define BX_OS_BIG_BYTES (64 * BX_MB)
+enum { BX_OS_SMALL, BX_OS_BECAME_BIG, BX_OS_BIG };
+extern int bx_os_big __attribute__((visibility("hidden"))); /* __atomic builtins: C++ tests include this */
+
+/* Process-wide counters (bytes). */
+size_t bx_os_mapped_bytes(void);
+size_t bx_os_peak_mapped_bytes(void);
+size_t bx_os_released_bytes(void);
+
+#endif

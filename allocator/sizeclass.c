@@ -1,4 +1,0 @@
-/* sizeclass.c - the bin tables. */
-#include "sizeclass.h"
-
-#include "sizeclass_tables.h"

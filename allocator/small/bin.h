@@ -1,0 +1,120 @@
+/* bin.h - one small-object allocator: the objects of one size for one thread (DESIGN §3).
+ *
+ * Allocation pops the top chain of the chain stack; a local free lengthens the top
+ * chain or starts a new one. Blocks not referenced by any chain record sit on one of
+ * three lists (full, almost full, almost empty); an empty stack refills from almost
+ * full, then almost empty, then a new block; an entirely free block goes back to the
+ * block cache. */
+#ifndef BX_BIN_H
+#define BX_BIN_H
+
+#include "mem/block.h"
+#include "mem/blockcache.h"
+#include "small/chainstack.h"
+#include "small/keep.h"
+#include "small/sizeclass.h"
+
+/* A bin keeps the lists from BX_LIST_FULL on (the others are not a bin's lists). */
+#define BX_BIN_LISTS (BX_LIST_COUNT - BX_LIST_FULL)
+static inline unsigned bx_bin_list_slot(unsigned list) { return list - BX_LIST_FULL; }
+
+typedef struct bx_bin {
+    bx_chainstack_t chains;
+    uint32_t size;       /* object size */
+    uint32_t per_block;  /* objects per block */
+    uint32_t max_chains; /* upper end of the bound: 64 KB / size, at least 16 */
+    uint32_t index;
+    size_t allocs, frees;            /* objects handed out and freed so far (counted, not derived: the
+                           * difference is what the bound needs, the first is a statistic) */
+    bx_block_t *lists[BX_BIN_LISTS]; /* heads of the full / almost full / almost empty lists */
+    uint32_t list_len[BX_BIN_LISTS]; /* both indexed by bx_bin_list_slot */
+    bx_blockcache_t *cache;          /* its blocks come from and go back to it (read off the fast path) */
+    /* Set by the owning heap; NULL outside a heap (unit tests). */
+    bx_block_t *keep;                    /* the heap's keep block of the size (keep.h) */
+    bx_keeper_t *keeper;                 /* and what bounds it */
+    struct bx_remote *home;              /* where other threads send the bin's objects (its blocks record it) */
+} __attribute__((aligned(64))) bx_bin_t; /* whole cache lines: no two bins share one */
+
+/* Puts the kept objects that no chain counts on top as one chain. */
+void bx_bin_take_kept(bx_bin_t *b);
+static inline bool bx_bin_has_uncounted_kept(const bx_bin_t *b) { return b->keep && bx_keep_has_uncounted(b->keep); }
+/* Sends home the kept objects that no chain counts. */
+void bx_bin_release_kept(bx_bin_t *b);
+/* Keeps obj, a plain live object of another heap's block blk that this thread frees, for the
+ * bin's own mallocs; false if there is no room (the caller sends it home). */
+static inline bool bx_bin_keep_foreign(bx_bin_t *b, bx_block_t *blk, void *obj) {
+    bx_block_t *keep = b->keep;
+    /* Off the top chain it is counted by none (starting one per object would churn the
+     * stack): a malloc takes them all at once when the bin's chains run out. */
+    bool on_top = b->chains.top.block == keep;
+    if (BX_UNLIKELY(!on_top && !bx_keep_room(b->keeper))) return false;
+    bx_block_push_keyed(keep, obj, bx_block_key(blk));
+    b->frees++;
+    if (on_top)
+        b->chains.top.count++;
+    else
+        b->keeper->uncounted_bytes += blk->size;
+    return true;
+}
+
+/* Objects of the bin handed out and not yet freed. */
+static inline size_t bx_bin_allocated(const bx_bin_t *b) { return b->allocs - b->frees; }
+
+#define BX_MIN_CHAINS 16
+
+void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size,
+                 bx_blockcache_t *cache);
+/* Records the ring needs for a bin of objects of `size`. */
+uint32_t bx_bin_ring_size(uint32_t size);
+
+/* Slow paths (bin.c). The bin's cache supplies and takes back the 64 KB blocks. */
+void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap);
+/* Its two halves: a block from the lists that no chain names (almost full first), NULL if
+ * there is none (the named ones met leave the lists); then a block from the cache. */
+void *bx_bin_refill_listed(bx_bin_t *b);
+void *bx_bin_refill_new(bx_bin_t *b, struct bx_heap *heap);
+/* bx_bin_alloc with a spent top chain (or an empty stack): the next chain, if any. */
+void *bx_bin_alloc_next(bx_bin_t *b);
+void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk);
+/* Puts a chain of `count` of blk's free objects on top (a keep block's, or a refill's). The top
+ * must not be spent (every caller has just dropped a spent one or found the stack empty): a
+ * record below the top counts at least one object. */
+void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count);
+/* A free that bypasses the chain stack (frees from other threads, DESIGN §4). */
+void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj);
+/* Drops the top chain if its block is entirely free (the block goes back to the cache when
+ * no other record names it); true if it did. */
+bool bx_bin_release_empty_top(bx_bin_t *b);
+/* Drops every chain: blocks go to their lists, entirely free ones back to the cache. */
+void bx_bin_flush(bx_bin_t *b);
+/* Validates chains, lists, counts and every block (bx_block_check); false on any inconsistency. */
+bool bx_bin_check(const bx_bin_t *b);
+
+/* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path" (for
+ * malloc's, bx_bin_alloc_next first). The count is tested before the pop, so a spent top
+ * (and the empty stack's stand-in, whose count is 0) never reaches its block. */
+static inline void *bx_bin_alloc_top(bx_bin_t *b) {
+    int32_t left = (int32_t)b->chains.top.count - 1; /* counts stay far below 2^31 */
+    if (BX_UNLIKELY(left < 0)) return NULL;
+    b->chains.top.count = (uint32_t)left;
+    b->allocs++;
+    return bx_block_pop(b->chains.top.block);
+}
+static inline void *bx_bin_alloc(bx_bin_t *b) {
+    void *p = bx_bin_alloc_top(b);
+    return BX_LIKELY(p != NULL) ? p : bx_bin_alloc_next(b);
+}
+
+/* Pushes obj into its block; true when that lengthened the top chain (a spent one too),
+ * false when the caller must start a new chain (bx_bin_new_chain). */
+static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
+    bx_block_push(blk, obj);
+    b->frees++;
+    if (BX_LIKELY(b->chains.top.block == blk)) {
+        b->chains.top.count++;
+        return true;
+    }
+    return false;
+}
+
+#endif

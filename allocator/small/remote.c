@@ -1,0 +1,161 @@
+/* remote.c - the lock-free inbox and list of a receiver, and the outbox of a sender. */
+#include "small/remote.h"
+
+#include "base/secret.h"
+
+/* ---- receiving ------------------------------------------------------------------------ */
+
+/* Bytes are counted before the objects are published, so the drain never subtracts
+ * what was not added yet. */
+static void push_chain(bx_remote_t *r, void *first, void *last) {
+    void *head = atomic_load_explicit(&r->list, memory_order_relaxed);
+    do {
+        bx_link_set(last, head);
+    } while (
+        !atomic_compare_exchange_weak_explicit(&r->list, &head, first, memory_order_release, memory_order_relaxed));
+}
+
+static size_t push_one(bx_remote_t *r, void *obj, size_t size) {
+    size_t waiting = atomic_fetch_add_explicit(&r->bytes, size, memory_order_relaxed) + size;
+    push_chain(r, obj, obj);
+    return waiting;
+}
+
+/* Reserves n consecutive slots; false if the inbox has no room for them. */
+static bool inbox_reserve(bx_remote_t *r, uint32_t n, uint32_t *start) {
+    uint32_t tail = atomic_load_explicit(&r->inbox_tail, memory_order_relaxed);
+    do {
+        /* Acquire: the drain emptied the slots below head before publishing it. */
+        uint32_t head = atomic_load_explicit(&r->inbox_head, memory_order_acquire);
+        if (tail - head > BX_INBOX_SLOTS - n) return false;
+    } while (!atomic_compare_exchange_weak_explicit(&r->inbox_tail, &tail, tail + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    *start = tail;
+    return true;
+}
+
+/* Pushes n objects of `bytes` in all: into the inbox if it has room, else onto the list.
+ * Returns the bytes now waiting. */
+static size_t push_batch(bx_remote_t *r, void *const *objs, uint32_t n, size_t bytes) {
+    size_t waiting = atomic_fetch_add_explicit(&r->bytes, bytes, memory_order_relaxed) + bytes;
+    uint32_t start;
+    if (inbox_reserve(r, n, &start)) {
+        for (uint32_t i = 0; i < n; i++)
+            atomic_store_explicit(&r->inbox[(start + i) & (BX_INBOX_SLOTS - 1)], objs[i], memory_order_release);
+        return waiting;
+    }
+    for (uint32_t i = 0; i + 1 < n; i++) bx_link_set(objs[i], objs[i + 1]);
+    push_chain(r, objs[0], objs[n - 1]);
+    return waiting;
+}
+
+void *bx_remote_take(bx_remote_t *r) {
+    if (!atomic_load_explicit(&r->list, memory_order_relaxed)) return NULL;
+    return atomic_exchange_explicit(&r->list, NULL, memory_order_acquire);
+}
+
+uint32_t bx_remote_take_inbox(bx_remote_t *r, void **out, uint32_t max) {
+    uint32_t head = atomic_load_explicit(&r->inbox_head, memory_order_relaxed);
+    uint32_t n = 0;
+    /* Stops at the first empty slot: past the tail, or reserved and not filled yet. */
+    while (n < max) {
+        _Atomic(void *) *slot = &r->inbox[head & (BX_INBOX_SLOTS - 1)];
+        void *obj = atomic_load_explicit(slot, memory_order_acquire);
+        if (!obj) break;
+        atomic_store_explicit(slot, NULL, memory_order_relaxed);
+        out[n++] = obj;
+        head++;
+    }
+    if (n) atomic_store_explicit(&r->inbox_head, head, memory_order_release);
+    return n;
+}
+
+void bx_remote_after_fork(bx_remote_t *r) {
+    uint32_t head = atomic_load_explicit(&r->inbox_head, memory_order_relaxed);
+    uint32_t tail = atomic_load_explicit(&r->inbox_tail, memory_order_relaxed);
+    for (; head != tail; head++) {
+        _Atomic(void *) *slot = &r->inbox[head & (BX_INBOX_SLOTS - 1)];
+        void *obj = atomic_load_explicit(slot, memory_order_relaxed);
+        atomic_store_explicit(slot, NULL, memory_order_relaxed);
+        if (obj) push_chain(r, obj, obj);
+    }
+    atomic_store_explicit(&r->inbox_head, head, memory_order_relaxed);
+}
+
+/* ---- sending -------------------------------------------------------------------------- */
+
+static bx_remote_pile_fn pile_handler;
+
+void bx_remote_set_pile_handler(bx_remote_pile_fn fn) { pile_handler = fn; }
+
+/* Nobody drains a receiver whose thread is gone: whoever notices the pile does. */
+static void after_push(bx_remote_t *to, size_t waiting) {
+    if (waiting >= BX_REMOTE_RECLAIM_BYTES && atomic_load_explicit(&to->unattended, memory_order_relaxed) &&
+        pile_handler)
+        pile_handler(to);
+}
+
+/* Sends the slot's batch. The slot stays its receiver's: releasing it after a full batch
+ * made the next free evict another receiver's half-filled batch. */
+static BX_NOINLINE void flush_slot(bx_outbox_slot_t *slot) {
+    if (!slot->count) return;
+    after_push(slot->to, push_batch(slot->to, slot->objs, slot->count, slot->bytes));
+    slot->count = 0;
+    slot->bytes = 0;
+}
+
+void bx_outbox_flush(bx_outbox_t *ob) {
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++) flush_slot(&ob->slot[i]);
+}
+
+static inline void slot_append(bx_outbox_slot_t *slot, void *obj, size_t size) {
+    slot->objs[slot->count] = obj;
+    slot->bytes += size;
+    if (++slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES) flush_slot(slot);
+}
+
+/* A free for a receiver with no slot: an unused slot, else the victim's, flushed first. */
+static BX_NOINLINE void claim_append(bx_outbox_t *ob, bx_remote_t *to, void *obj, size_t size) {
+    bx_outbox_slot_t *slot = NULL;
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS && !slot; i++)
+        if (!ob->slot[i].to) slot = &ob->slot[i];
+    if (!slot) {
+        slot = &ob->slot[ob->victim++ % BX_OUTBOX_SLOTS];
+        flush_slot(slot);
+    }
+    slot->to = to;
+    ob->last = slot;
+    slot_append(slot, obj, size);
+}
+
+/* A free for another receiver than the last one. Only tail calls, so no stack frame: in
+ * pipeline's frees the receiver changes on about one free in eight. */
+static BX_NOINLINE void switch_append(bx_outbox_t *ob, bx_remote_t *to, void *obj, size_t size) {
+    bx_outbox_slot_t *slot = NULL;
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++)
+        if (ob->slot[i].to == to) slot = &ob->slot[i];
+    if (BX_UNLIKELY(!slot)) {
+        claim_append(ob, to, obj, size);
+        return;
+    }
+    ob->last = slot;
+    slot_append(slot, obj, size);
+}
+
+/* One object straight onto the receiver's list. */
+static BX_NOINLINE void send_unbatched(bx_remote_t *to, void *obj, size_t size) {
+    after_push(to, push_one(to, obj, size));
+}
+
+void bx_remote_send(bx_outbox_t *from, bx_remote_t *to, void *obj, size_t size) {
+    if (BX_UNLIKELY(!from || atomic_load_explicit(&to->unattended, memory_order_relaxed))) {
+        send_unbatched(to, obj, size);
+        return;
+    }
+    /* The slot used last is tried first, and that path has no calls but tail calls. */
+    bx_outbox_slot_t *slot = from->last;
+    if (BX_LIKELY(slot->to == to))
+        slot_append(slot, obj, size);
+    else
+        switch_append(from, to, obj, size);
+}

@@ -1,0 +1,86 @@
+/* remote.h - frees from other threads (DESIGN §4, Adapt), both ends.
+ *
+ * Receiving: each heap embeds a bx_remote_t, an inbox and a list, both lock-free, neither
+ * growing with the thread count. The inbox is a ring of object addresses: a sender reserves
+ * room for a whole batch with one compare-and-swap and copies the addresses in, so the drain
+ * reads them from a few sequential cache lines and its misses on the objects overlap. A list
+ * threaded through the objects takes single frees and whatever does not fit; the drain must
+ * chase it, one miss after another. Only the receiver (or whoever holds an ownerless heap
+ * exclusively) drains: the list with one exchange, the inbox by slot.
+ *
+ * Sending: each heap also embeds a bx_outbox_t that batches the frees its thread makes for
+ * other heaps, so that a stream of them costs one compare-and-swap per batch instead of one
+ * per object (the thesis's per-pair lists, with no lock and no per-pair structure).
+ *
+ * This module knows no heap: a receiver that no thread attends to (its thread exited) is
+ * marked so by the thread layer, which also says what to do when a pile grows there. */
+#ifndef BX_REMOTE_H
+#define BX_REMOTE_H
+
+#include <stdatomic.h>
+
+#include "base/common.h"
+
+/* A power of two; its pages are touched only by a heap that receives remote frees. */
+#define BX_INBOX_SLOTS 16384u
+
+typedef struct bx_remote {
+    /* Read by every sender, written when the heap changes hands: a line of its own. */
+    _Atomic bool unattended __attribute__((aligned(64))); /* no thread drains it: no batching */
+    _Atomic(void *) list __attribute__((aligned(64)));
+    atomic_size_t bytes;                                      /* waiting in both */
+    _Atomic uint32_t inbox_tail;                              /* next slot a sender reserves */
+    _Atomic uint32_t inbox_head __attribute__((aligned(64))); /* next slot the drain reads */
+    _Atomic(void *) inbox[BX_INBOX_SLOTS] __attribute__((aligned(64)));
+} bx_remote_t;
+
+#define BX_OUTBOX_SLOTS 4
+#define BX_OUTBOX_BATCH 32
+#define BX_OUTBOX_BYTES (64 * BX_KB)
+typedef struct bx_outbox_slot {
+    bx_remote_t *to;
+    uint32_t count;
+    size_t bytes;
+    void *objs[BX_OUTBOX_BATCH];
+} bx_outbox_slot_t;
+
+typedef struct bx_outbox {
+    bx_outbox_slot_t slot[BX_OUTBOX_SLOTS];
+    unsigned victim;
+    bx_outbox_slot_t *last; /* the slot used last: frees come in runs per receiver */
+} bx_outbox_t;
+
+/* ---- receiving ---- */
+/* Takes the whole list and returns it (NULL if empty), subtracting nothing yet. */
+void *bx_remote_take(bx_remote_t *r);
+/* Takes up to `max` addresses from the inbox into `out`; returns how many. */
+uint32_t bx_remote_take_inbox(bx_remote_t *r, void **out, uint32_t max);
+/* The drain took objects of `bytes` in all. */
+static inline void bx_remote_taken(bx_remote_t *r, size_t bytes) {
+    if (bytes) atomic_fetch_sub_explicit(&r->bytes, bytes, memory_order_relaxed);
+}
+static inline size_t bx_remote_waiting(bx_remote_t *r) { return atomic_load_explicit(&r->bytes, memory_order_relaxed); }
+static inline bool bx_remote_pending(bx_remote_t *r) {
+    uint32_t head = atomic_load_explicit(&r->inbox_head, memory_order_relaxed);
+    return atomic_load_explicit(&r->list, memory_order_relaxed) != NULL ||
+           atomic_load_explicit(&r->inbox[head & (BX_INBOX_SLOTS - 1)], memory_order_relaxed) != NULL;
+}
+/* In a fork child (one thread): moves what the inbox holds onto the list, so that slots a
+ * vanished thread reserved but never filled cannot stall it. */
+void bx_remote_after_fork(bx_remote_t *r);
+
+/* ---- sending ---- */
+static inline void bx_outbox_init(bx_outbox_t *ob) { ob->last = &ob->slot[0]; }
+/* Sends obj (of `size` bytes, already marked free) to `to`: batched in `from` while a thread
+ * attends to `to`, straight onto its list when not or when there is no outbox (NULL). */
+void bx_remote_send(bx_outbox_t *from, bx_remote_t *to, void *obj, size_t size);
+/* Sends every batched free on to its receiver. */
+void bx_outbox_flush(bx_outbox_t *ob);
+
+/* Past this many bytes waiting at an unattended receiver, the thread layer's handler runs
+ * (it drains the pile if it can take the heap). */
+#define BX_REMOTE_RECLAIM_BYTES (64 * BX_KB)
+typedef void (*bx_remote_pile_fn)(bx_remote_t *r);
+void bx_remote_set_pile_handler(bx_remote_pile_fn fn);
+
+#endif

@@ -1,0 +1,4 @@
+/* sizeclass.c - the bin tables. */
+#include "small/sizeclass.h"
+
+#include "small/sizeclass_tables.h"

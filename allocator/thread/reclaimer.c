@@ -1,0 +1,85 @@
+/* reclaimer.c - the background reclaimer (reclaimer.h). */
+#define _GNU_SOURCE
+#include "thread/reclaimer.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "os/options.h"
+#include "os/os.h"
+#include "thread/thread.h"
+
+enum { NOT_STARTED, STARTING, RUNNING };
+static atomic_int state;
+
+static void reclaim_heap(bx_heap_t *h, void *arg) {
+    (void)arg;
+    int s = atomic_load_explicit(&h->state, memory_order_relaxed);
+    if (s == BX_HEAP_LIVE || s == BX_HEAP_ABANDONED) bx_retention_reclaim_idle(h);
+}
+
+/* Whether this is the process's last thread: num_threads, the 20th field of /proc/self/stat
+ * (counted after the command name, which may hold spaces and parentheses), is 1, or 2 with
+ * the main thread a zombie (state Z, the 3rd field: it ended with pthread_exit and still
+ * counts). A program whose last thread ends with pthread_exit (a child forked from a thread,
+ * say) ends only when every thread has: the reclaimer must not be the one left. */
+static bool alone(void) {
+    char stat[1024];
+    if (!bx_os_read_file("/proc/self/stat", stat, sizeof stat)) return false;
+    char *c = stat, *last_paren = NULL;
+    for (; *c; c++)
+        if (*c == ')') last_paren = c;
+    if (!last_paren) return false;
+    char state = last_paren[1] == ' ' ? last_paren[2] : 0;
+    int field = 2;
+    long threads = 0;
+    for (c = last_paren + 1; *c && field < 20; c++)
+        if (*c == ' ') field++;
+    for (; *c >= '0' && *c <= '9'; c++) threads = threads * 10 + (*c - '0');
+    return field == 20 && (threads == 1 || (threads == 2 && state == 'Z'));
+}
+
+/* Exported so that the pinning shim can tell this thread from the program's. */
+BX_API void *bobox_reclaimer(void *arg) {
+    (void)arg;
+    uint64_t period_ms = bx_options.decay_ms / 4 ? bx_options.decay_ms / 4 : 1;
+    struct timespec pause = {(time_t)(period_ms / 1000), (long)(period_ms % 1000) * 1000000};
+    for (;;) {
+        clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, NULL);
+        if (alone()) break; /* the program's threads are gone: so is the process */
+        bx_thread_for_each_heap(reclaim_heap, NULL);
+        bx_retention_release_shared(BX_RELEASE_TICK);
+    }
+    return NULL;
+}
+
+/* On the owner's tick: starts the reclaimer once the process is big enough to need it. */
+static void maybe_start(void) {
+    if (BX_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != NOT_STARTED)) return;
+    if (__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) == BX_OS_SMALL) return;
+    __atomic_store_n(&bx_os_big, BX_OS_BIG, __ATOMIC_RELAXED);
+    if (!bx_options.decay_ms) return; /* every tick gives everything back already */
+    int expected = NOT_STARTED;
+    if (!atomic_compare_exchange_strong(&state, &expected, STARTING)) return;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 64 * BX_KB);
+    /* Created with every signal blocked: the program's handlers never run on it. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    bool started = pthread_create(&t, &attr, bobox_reclaimer, NULL) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (started) pthread_setname_np(t, "bobox-reclaim");
+    /* A refusal (no threads in this sandbox, no memory) is tried again at a later tick. */
+    atomic_store(&state, started ? RUNNING : NOT_STARTED);
+}
+
+void bx_reclaimer_init(void) { bx_retention_set_tick_hook(maybe_start); }
+void bx_reclaimer_after_fork(void) { atomic_store_explicit(&state, NOT_STARTED, memory_order_relaxed); }
+bool bx_reclaimer_running(void) { return atomic_load_explicit(&state, memory_order_relaxed) == RUNNING; }

@@ -1,0 +1,23 @@
+/* reclaimer.h - a thread of the allocator's own that gives back what the caches keep once the
+ * process stops calling us (DESIGN §7, Adapt: caches of an idle process).
+ *
+ * Every other release point runs on a thread's own call (retention.h): a server idle after
+ * a spike would keep its peak for ever. The reclaimer wakes four times per decay delay and
+ * returns what sat idle: the node and large caches past the delay, and the block caches of
+ * every heap that took no block from them since its previous pass (each under that cache's
+ * lock, which its owner takes uncontended otherwise). It starts only once the process has
+ * mapped BX_OS_BIG_BYTES (a small program never gets one), is not one of the
+ * program's threads for the pinning shim, blocks every signal, starts again in a forked child
+ * that needs it, and never keeps a process alive (detached: exit ends it). */
+#ifndef BX_RECLAIMER_H
+#define BX_RECLAIMER_H
+
+#include "base/common.h"
+
+void bx_reclaimer_init(void);
+/* In a fork child: the reclaimer did not come along. */
+void bx_reclaimer_after_fork(void);
+/* Whether the reclaimer runs (tests, statistics). */
+bool bx_reclaimer_running(void);
+
+#endif

@@ -1,0 +1,274 @@
+/* checked.c - canaries and header validation for BOBOX_CHECK=1. */
+#include "tools/checked.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <string.h>
+
+#include "front/fastpath.h"
+#include "base/lock.h"
+#include "os/os.h"
+#include "thread/thread.h"
+
+/* The trailer record (mangled with the object's address): the requested size, log2 of the
+ * front room before the object, the form that allocated it, whether a guard page follows,
+ * and whether it is freed (in the quarantine). */
+#define REC_SIZE_BITS 48
+#define REC_FRONT_SHIFT 48
+#define REC_FORM_SHIFT 54
+#define REC_GUARD ((uintptr_t)1 << 56)
+#define REC_FREED ((uintptr_t)1 << 63)
+#define BX_NEW_FILL 0xbe
+#define BX_FREE_FILL 0xdf
+/* The slot start's aligned-object record (block.h) takes the first 16 bytes of the front room. */
+#define BX_RECORD_BYTES 16
+
+static unsigned char canary_byte(void) { return (unsigned char)(bx_free_key >> 8) | 1; }
+
+static uintptr_t trailer_code(const void *p) { return (uintptr_t)p ^ bx_link_secret; }
+
+static uintptr_t *trailer_of(const void *p, size_t usable) {
+    return (uintptr_t *)((uintptr_t)p + usable - sizeof(uintptr_t));
+}
+static size_t rec_size(uintptr_t rec) { return rec & (((uintptr_t)1 << REC_SIZE_BITS) - 1); }
+static size_t rec_front(uintptr_t rec) { return (size_t)1 << ((rec >> REC_FRONT_SHIFT) & 63); }
+static unsigned rec_form(uintptr_t rec) { return (rec >> REC_FORM_SHIFT) & 3; }
+
+/* A large object's mapping ends with its guard page, which checked mode keeps out of the
+ * object: every checked path sees the usable size without it. */
+static void *guard_page(const bx_large_t *l) { return l->base + l->map_size - bx_os_page_size(); }
+static void large_room(bx_lookup_t *r) {
+    if (r->tag == BX_TAG_LARGE) r->usable -= bx_os_page_size();
+}
+
+static bool large_header_ok(const bx_large_t *l) {
+    return l->base == (const char *)l && l->user > l->base && l->usable >= BX_CHECK_ROOM &&
+           l->user + l->usable <= l->base + l->map_size;
+}
+
+/* The headers of the block, superblock or mapping holding p, before anything is computed
+ * from them: a trashed header is reported rather than followed. */
+static void check_headers(const void *p, const char *op) {
+    uintptr_t entry = bx_pagemap_get(p);
+    switch (bx_tag_of(entry)) {
+    case BX_TAG_SMALL: {
+        const bx_block_t *b = bx_block_of(p);
+        if (bx_block_unowned(b)) break; /* no formatted block: the classifier rejects p */
+        if (!bx_sb_check_header(bx_span_of(entry)) || !bx_block_check_header(b))
+            bx_fatalf("%s: corrupted block header %p (object %p)", op, (const void *)b, p);
+        break;
+    }
+    case BX_TAG_MEDIUM:
+        if (!bx_sb_check_header(bx_span_of(entry)))
+            bx_fatalf("%s: corrupted superblock header %p (object %p)", op, bx_span_of(entry), p);
+        break;
+    case BX_TAG_LARGE:
+        if (!large_header_ok(bx_span_of(entry)))
+            bx_fatalf("%s: corrupted mapping header %p (object %p)", op, bx_span_of(entry), p);
+        break;
+    }
+}
+
+/* For the owner: the next free object or block, which the next allocation hands out. */
+static void check_next_free(const bx_lookup_t *r, const void *p, const char *op) {
+    if (r->tag == BX_TAG_SMALL) {
+        const bx_block_t *b = r->block;
+        if (b->heap == bx_tls_heap && b->free != BX_FREE_END &&
+            !bx_block_check_free_object(b, b->mem + b->free))
+            bx_fatalf("%s: corrupted free list in block %p (object %p)", op, (const void *)b, p);
+    } else if (r->tag == BX_TAG_MEDIUM) {
+        const bx_superblock_t *sb = r->sb;
+        const char *next = sb->free;
+        if (sb->heap == bx_tls_heap && next &&
+            (next < sb->first || next >= sb->bump || (size_t)(next - sb->first) % sb->block_size))
+            bx_fatalf("%s: corrupted free list in superblock %p (object %p)", op, (const void *)sb, p);
+    }
+}
+
+void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out) {
+    check_headers(p, op);
+    bx_classify(p, out);
+    large_room(out);
+}
+
+/* The front room of object p: from after the slot's aligned-object record (small, medium),
+ * or the end of the mapping's header page (large), up to p. */
+static unsigned char *front_start(const bx_lookup_t *r, const void *p, size_t front) {
+    return r->tag == BX_TAG_LARGE ? (unsigned char *)p - front : (unsigned char *)r->object + BX_RECORD_BYTES;
+}
+
+static const char *form_name(unsigned form) {
+    static const char *const names[] = {"malloc()", "new", "new[]"};
+    return form < 3 ? names[form] : "?";
+}
+
+void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
+    size_t front = alignment > 32 ? alignment : 32;
+    if (size >= (size_t)1 << REC_SIZE_BITS || size > PTRDIFF_MAX - BX_CHECK_ROOM - front - 2 * bx_os_page_size()) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t need = size + BX_CHECK_ROOM + front, total = need;
+    size_t page = bx_os_page_size();
+    /* Room for the guard page wherever the request may end up large (aligned.c's rule). */
+    if (total + (alignment > BX_ALIGNMENT ? alignment : 0) > BX_MEDIUM_MAX || alignment >= BX_BLOCK_SIZE) total += page;
+    unsigned char *q = alignment <= BX_ALIGNMENT ? bx_alloc_unchecked(total) : bx_alloc_aligned_unchecked(alignment, total);
+    if (!q) return NULL;
+    bx_lookup_t r;
+    bx_checked_lookup(q, "malloc()", &r);
+    if (!r.tag || r.usable < need) bx_fatalf("malloc(): allocated object %p not found", (void *)q);
+    check_next_free(&r, q, "malloc()");
+    bool guard = false;
+    unsigned char *p = q + front;
+    size_t usable = r.usable - front;
+    if (r.tag == BX_TAG_LARGE) {
+        /* The object stays where the mapping's header (and the page map) has it: the front
+         * canary is the end of the header page. The mapping's last page is the guard. */
+        front = 32;
+        p = q;
+        usable = r.usable;
+        guard = mprotect(guard_page(r.large), page, PROT_NONE) == 0;
+    } else {
+        bx_object_mark_aligned(r.object, p, bx_object_key(r.object));
+    }
+    unsigned char *front_from = front_start(&r, p, front);
+    memset(front_from, canary_byte(), (size_t)(p - front_from));
+    unsigned char *end = (unsigned char *)trailer_of(p, usable);
+    memset(p, BX_NEW_FILL, size); /* calloc clears it again */
+    memset(p + size, canary_byte(), (size_t)(end - p - size));
+    uintptr_t rec = size | (uintptr_t)__builtin_ctzl(front) << REC_FRONT_SHIFT | (uintptr_t)form << REC_FORM_SHIFT |
+                    (guard ? REC_GUARD : 0);
+    *(uintptr_t *)end = rec ^ trailer_code(p);
+    return p;
+}
+
+static uintptr_t verify_record(const bx_lookup_t *r, const void *p, const char *op) {
+    check_next_free(r, p, op);
+    uintptr_t rec = *trailer_of(p, r->usable) ^ trailer_code(p);
+    size_t size = rec_size(rec);
+    /* An overwritten record is the likelier story than a freed one: it is checked first. */
+    if (rec_form(rec) > 2 || size > r->usable - BX_CHECK_ROOM || rec_front(rec) < 32 ||
+        (rec & ((uintptr_t)0x3f << 57)))
+        bx_fatalf("%s: heap overflow past the end of %p (%zu usable bytes; the size record is overwritten)", op, p,
+                  r->usable - BX_CHECK_ROOM);
+    if (rec & REC_FREED) bx_fatalf("%s: double free %p (the object is in the quarantine)", op, p);
+    const unsigned char *end = (const unsigned char *)trailer_of(p, r->usable);
+    for (const unsigned char *c = (const unsigned char *)p + size; c < end; c++)
+        if (*c != canary_byte())
+            bx_fatalf("%s: heap overflow past the end of %p (size %zu): byte %zu overwritten", op, p, size,
+                      (size_t)(c - (const unsigned char *)p));
+    for (const unsigned char *c = front_start(r, p, rec_front(rec)); c < (const unsigned char *)p; c++)
+        if (*c != canary_byte())
+            bx_fatalf("%s: heap underflow before the start of %p (size %zu): byte %zu before it overwritten", op, p,
+                      size, (size_t)((const unsigned char *)p - c));
+    return rec;
+}
+
+bool bx_checked_is_parked(const bx_lookup_t *r, const void *p) {
+    bx_lookup_t room = *r;
+    large_room(&room);
+    return (*trailer_of(p, room.usable) ^ trailer_code(p)) & REC_FREED;
+}
+
+size_t bx_checked_verify(const bx_lookup_t *r, const void *p, const char *op) {
+    return rec_size(verify_record(r, p, op));
+}
+
+size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form, const char *op) {
+    uintptr_t rec = verify_record(r, p, op);
+    /* The aligned forms of new record malloc's form: those are not told apart. */
+    if (rec_form(rec) != BX_FORM_MALLOC && rec_form(rec) != form)
+        bx_fatalf("%s: %p was allocated by %s, freed by %s", op, p, form_name(rec_form(rec)), op);
+    return rec_size(rec);
+}
+
+void bx_checked_block(const bx_block_t *b) {
+    if (!bx_block_check(b)) bx_fatalf("malloc(): corrupted block %p (header or free list)", (const void *)b);
+}
+
+/* ---- the quarantine ------------------------------------------------------------------------
+ * A freed object is filled with the free pattern, its trailer marked freed, and parked in a
+ * FIFO ring (its own mapping, one for the process) until BX_QUARANTINE_SLOTS later frees or
+ * BX_QUARANTINE_BYTES of later objects push it out: its slot is not handed out again at once,
+ * a second free of it is reported as a double free, and a write into it while it waits is
+ * reported with its address when it leaves. */
+#define BX_QUARANTINE_SLOTS 1024
+#define BX_QUARANTINE_BYTES (32u << 20)
+#define BX_FREE_FILL 0xdf
+typedef struct {
+    void *object;
+    size_t usable;
+} parked_t;
+
+static bx_lock_t quarantine_lock = BX_LOCK_INIT;
+static parked_t *ring; /* BX_QUARANTINE_SLOTS entries */
+static size_t ring_head, ring_count, ring_bytes;
+
+static void quarantine_fork_child(void) { bx_lock_reset(&quarantine_lock); }
+
+static bool ring_ready(void) {
+    static atomic_int state; /* 0 none, 1 being made, 2 ready */
+    int expected = 0;
+    if (atomic_load(&state) == 2) return true;
+    if (atomic_compare_exchange_strong(&state, &expected, 1)) {
+        ring = bx_os_map(BX_QUARANTINE_SLOTS * sizeof(parked_t));
+        if (ring) pthread_atfork(NULL, NULL, quarantine_fork_child);
+        atomic_store(&state, ring ? 2 : 0);
+        return ring != NULL;
+    }
+    while (atomic_load(&state) == 1) bx_cpu_pause();
+    return atomic_load(&state) == 2;
+}
+
+/* Frees object p for real: a large mapping gets its guard page and original object back. */
+static void release_now(void *p) {
+    bx_lookup_t r;
+    bx_classify(p, &r);
+    large_room(&r);
+    if (!r.tag) bx_fatalf("free(): quarantined object %p lost", p);
+    if (r.tag == BX_TAG_LARGE) {
+        uintptr_t rec = *trailer_of(p, r.usable) ^ trailer_code(p);
+        if (rec & REC_GUARD) mprotect(guard_page(r.large), bx_os_page_size(), PROT_READ | PROT_WRITE);
+    }
+    bx_free_resolved(&r);
+}
+
+static void leave_quarantine(const parked_t *q) {
+    const unsigned char *c = q->object, *end = (const unsigned char *)trailer_of(q->object, q->usable);
+    for (; c < end; c++)
+        if (*c != BX_FREE_FILL)
+            bx_fatalf("write after free: object %p (%zu usable bytes) changed at byte %zu after it was freed",
+                      q->object, q->usable - BX_CHECK_ROOM, (size_t)(c - (const unsigned char *)q->object));
+    if (!((*trailer_of(q->object, q->usable) ^ trailer_code(q->object)) & REC_FREED))
+        bx_fatalf("write after free: object %p: its trailer changed after it was freed", q->object);
+    release_now(q->object);
+}
+
+void bx_checked_release(const bx_lookup_t *r, void *p) {
+    *trailer_of(p, r->usable) ^= REC_FREED;
+    if (!ring_ready()) {
+        release_now(p);
+        return;
+    }
+    memset(p, BX_FREE_FILL, r->usable - sizeof(uintptr_t));
+    parked_t out[4];
+    size_t n_out = 0;
+    bx_lock(&quarantine_lock);
+    /* Room for p: the oldest leave (at most a few per call; the rest leave on later frees). */
+    while (ring_count && n_out < 4 && (ring_count == BX_QUARANTINE_SLOTS || ring_bytes + r->usable > BX_QUARANTINE_BYTES)) {
+        out[n_out++] = ring[ring_head];
+        ring_bytes -= ring[ring_head].usable;
+        ring_head = (ring_head + 1) % BX_QUARANTINE_SLOTS;
+        ring_count--;
+    }
+    bool parked = ring_count < BX_QUARANTINE_SLOTS;
+    if (parked) {
+        ring[(ring_head + ring_count) % BX_QUARANTINE_SLOTS] = (parked_t){p, r->usable};
+        ring_count++;
+        ring_bytes += r->usable;
+    }
+    bx_unlock(&quarantine_lock);
+    for (size_t i = 0; i < n_out; i++) leave_quarantine(&out[i]);
+    if (!parked) release_now(p);
+}

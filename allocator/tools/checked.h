@@ -1,0 +1,46 @@
+/* checked.h - checked mode (BOBOX_CHECK=1): canaries before and after each object, a
+ * quarantine for freed objects, fills, guard pages, and validation of the headers an
+ * operation touches, on every call (docs/hardening.md).
+ *
+ * A checked object sits 32 bytes (or its alignment) into a slot BX_CHECK_ROOM bytes larger
+ * still: the slot start holds the aligned-object record (block.h) that lets free find it,
+ * the rest of the front room holds the canary byte. Its last 8 usable bytes (the trailer)
+ * hold the requested size, the allocating form and the layout, mangled with the object's
+ * address and the link secret; every byte between the requested size and the trailer holds
+ * the canary byte. free, realloc and malloc_usable_size verify them all, so a write past
+ * the end or before the start is reported with the object's address and size. Every call
+ * leaves the fast paths (the thread's fast-path heap stays NULL), so the default mode pays
+ * nothing for this. */
+#ifndef BX_CHECKED_H
+#define BX_CHECKED_H
+
+#include "core/classify.h"
+
+#define BX_CHECK_ROOM 16
+
+/* bx_classify after validating the headers it reads (aborts naming `op` if one is trashed). */
+void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out);
+/* The object forms a free must match (C++ delete and delete[] check theirs). */
+enum { BX_FORM_MALLOC, BX_FORM_NEW, BX_FORM_NEW_ARRAY };
+/* A checked object of `size` bytes (aligned to `alignment`) allocated in `form`: front and
+ * back canaries, the trailer record, filled with a non-zero pattern, a guard page after a
+ * large one. NULL with errno ENOMEM. */
+void *bx_checked_alloc(size_t alignment, size_t size, unsigned form);
+/* Validates the canaries and the trailer of r's object p (found by bx_checked_lookup) and,
+ * for the owner, the free list's next link; returns the requested size. `op` names the
+ * caller ("free()") in the report; aborts on any corruption or a second free. */
+size_t bx_checked_verify(const bx_lookup_t *r, const void *p, const char *op);
+/* As bx_checked_verify, and aborts if p was allocated by new in another form than `form`
+ * (objects of malloc and of the aligned forms of new pass). */
+size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form, const char *op);
+/* Whether live-looking object p (r from bx_classify) is freed and waits in the quarantine. */
+bool bx_checked_is_parked(const bx_lookup_t *r, const void *p);
+/* A C++ delete in checked mode: p must have been allocated in `form` (and, unless size is 0,
+ * with that size); aborts naming `op` otherwise, then frees it through the quarantine. */
+void bx_free_form_checked(void *p, size_t size, unsigned form, const char *op);
+/* Frees verified object p (r from bx_checked_lookup) through the quarantine. */
+void bx_checked_release(const bx_lookup_t *r, void *p);
+/* Full validation of a small block just taken for allocation (its whole free list). */
+void bx_checked_block(const bx_block_t *b);
+
+#endif
