@@ -7,7 +7,7 @@ extern "C" {
 #include "small/chainstack.h"
 #include "mem/node.h"
 #include "os/os.h"
-#include "heap/retention.h"
+#include "base/bounds.h"
 #include "small/sizeclass.h"
 #include "mem/superblock.h"
 }

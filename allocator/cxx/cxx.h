@@ -11,7 +11,7 @@
 #ifndef BX_CXX_H
 #define BX_CXX_H
 
-#include "base/common.h"
+#include "front/fastpath.h"
 
 /* Signatures: return type, `return` or nothing, parameter list, argument list (Itanium ABI,
  * 64-bit size_t; a nothrow_t reference travels as a pointer, an align_val_t as a size_t). */
@@ -49,18 +49,16 @@ enum bx_cxx_form { BX_CXX_DERIVED_FORMS(BX_CXX_ENUM) BX_CXX_DERIVED, BX_CXX_BASE
 
 /* cxx_own_NAME: our definition of NAME under a hidden name, whose address is ours even
  * where the program defines NAME (the address of NAME itself comes through the GOT). */
-#define BX_CXX_OWN_ALIAS(name, target) \
-    extern __typeof__(target) cxx_own_##name __attribute__((alias(#target), visibility("hidden")));
+#define BX_CXX_OWN_ALIAS(name, target) BX_HIDDEN_ALIAS(cxx_own_##name, target)
 
-/* At start-up (alloc.c): decides where each derived form goes. If the program's symbol
+/* At start-up (a step of front/init.h): decides where each derived form goes. If the program's symbol
  * lookup finds another definition of any form than libbobox.so's own, the derived forms go
  * to the C++ runtime's. Reads addresses the dynamic linker has resolved already: no malloc,
  * no lock. */
-void bx_cxx_setup(void);
 
 /* Where each derived form goes (operators.c: first to a stub that initialises the allocator). */
 extern void *bx_cxx_target[BX_CXX_DERIVED];
-/* For bx_cxx_setup (cxx.c): with the addresses of our own 20 definitions and what the derived
+/* For the start-up step (operators.c): with the addresses of our own 20 definitions and what the derived
  * forms do in a program that defines none of them, sets bx_cxx_target. */
 void bx_cxx_choose(void *const own[BX_CXX_FORMS], void *const own_target[BX_CXX_DERIVED]);
 /* `new` in the given form (BX_CXX__Znwm and the other allocating forms) could not get memory:

@@ -42,7 +42,7 @@ static void *cxx_new_aligned_nothrow(size_t size, size_t align, const void *tag)
 }
 
 /* The derived forms: one indirect jump each. Until the allocator is initialised, the jump
- * lands on a stub that initialises it (bx_cxx_setup then sets the real target) and jumps again. */
+ * lands on a stub that initialises it (cxx_setup then sets the real target) and jumps again. */
 #define CXX_DERIVED_(name, ret, ret_kw, params, args) \
     BX_API ret name params { ret_kw((ret(*) params)bx_cxx_target[BX_CXX_##name]) args; } \
     BX_CXX_OWN_ALIAS(name, name) \
@@ -101,7 +101,7 @@ static void cxx_delete_array_sized_checked(void *p, size_t size) {
 #define CXX_OWN_DEL_SZ_AL CXX_OWN_DEL_SZ
 #define CXX_OWN_DEL_AL_NT bobox_free
 
-void bx_cxx_setup(void) {
+static void cxx_setup(void) {
 #define CXX_OWN_TARGET(name, sig) [BX_CXX_##name] = (void *)CXX_OWN_##sig,
 #define CXX_OWN_ADDRESS(name, sig) [BX_CXX_##name] = (void *)cxx_own_##name,
     void *const own_target[BX_CXX_DERIVED] = {BX_CXX_DERIVED_FORMS(CXX_OWN_TARGET)};
@@ -119,3 +119,5 @@ void bx_cxx_setup(void) {
     }
     bx_cxx_choose(own, checked_target);
 }
+
+BX_INIT_STEP(cxx_setup)

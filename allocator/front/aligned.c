@@ -4,47 +4,13 @@
 
 #include "bobox.h"
 #include "front/fastpath.h"
-#include "tools/prof.h"
-#include "mem/large.h"
 #include "os/options.h"
-
-void *bx_alloc_aligned_unchecked(size_t alignment, size_t size) {
-    if (size == 0) size = 1; /* the aligned pointer must stay inside its object */
-    if (size > PTRDIFF_MAX - alignment) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (alignment < BX_BLOCK_SIZE && size + alignment <= BX_MEDIUM_MAX) {
-        /* Medium objects are 512-byte aligned already. */
-        size_t padded = size > BX_SMALL_MAX && alignment <= BX_MEDIUM_GRAIN ? size : size + alignment - BX_ALIGNMENT;
-        char *p = bx_alloc_fast(padded);
-        if (!p) {
-            /* Aligned objects are not sampled (a sample is a mapping of its own): a countdown
-             * that ran out here starts over, as bx_malloc_slow would have made it. */
-            if (bx_tls_alloc.sample_left < 0) bx_tls_alloc.sample_left = bx_prof_first_interval();
-            p = bx_alloc_unchecked(padded);
-        }
-        if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
-        char *aligned = (char *)bx_align_up((uintptr_t)p, alignment);
-        bx_object_mark_aligned(p, aligned, bx_object_key(p));
-        return aligned;
-    }
-    bx_ensure_init();
-    bx_heap_t *h = bx_thread_heap();
-    bool fresh;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        void *p = h ? bx_heap_alloc_large(h, size, alignment, &fresh) : bx_large_alloc(size, alignment, 0, &fresh);
-        if (p) return p;
-        bx_retention_release_shared(BX_RELEASE_OOM);
-    }
-    errno = ENOMEM;
-    return NULL;
-}
+#include "tools/checked.h"
 
 void *bx_alloc_aligned(size_t alignment, size_t size) {
     if (alignment <= BX_ALIGNMENT) return bobox_malloc(size);
     bx_ensure_init();
-    if (BX_UNLIKELY(bx_options.check)) return bx_alloc_checked(alignment, size);
+    if (BX_UNLIKELY(bx_options.check)) return bx_checked_alloc(alignment, size, BX_FORM_MALLOC);
     return bx_alloc_aligned_unchecked(alignment, size);
 }
 

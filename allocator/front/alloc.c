@@ -1,74 +1,14 @@
-/* alloc.c - start-up, malloc and calloc. */
+/* alloc.c - malloc and calloc. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <sched.h>
 #include <string.h>
 
 #include "bobox.h"
-#include "tools/checked.h"
 #include "front/fastpath.h"
 #include "mem/large.h"
-#include "mem/node.h"
 #include "os/options.h"
+#include "tools/checked.h"
 #include "tools/prof.h"
-#include "base/secret.h"
-#include "tools/stats.h"
-#ifdef BOBOX_OVERRIDE
-#include "cxx/cxx.h"
-#endif
-
-/* ---- start-up ------------------------------------------------------------------------ */
-
-atomic_int bx_init_state;
-
-void bx_init_slow(void) {
-    int expected = BX_INIT_NONE;
-    if (atomic_compare_exchange_strong(&bx_init_state, &expected, BX_INIT_RUNNING)) {
-        bx_options_init();
-        bx_stats_init();
-        bx_secrets_init();
-        bx_node_init();
-        bx_thread_global_init();
-        bx_prof_init();
-#ifdef BOBOX_OVERRIDE
-        bx_cxx_setup(); /* published with the state */
-#endif
-        atomic_store(&bx_init_state, BX_INIT_DONE);
-        bx_thread_register_fork_handlers();
-        bx_prof_start();
-        if (bx_options.verbose) bx_options_report();
-        return;
-    }
-    while (atomic_load(&bx_init_state) != BX_INIT_DONE) sched_yield();
-}
-
-/* Most programs malloc long before this runs; the rest still get their settings checked. */
-__attribute__((constructor)) static void init_at_load(void) { bx_ensure_init(); }
-
-/* ---- allocation ------------------------------------------------------------------------ */
-
-void *bx_alloc_unchecked(size_t size) {
-    if (BX_UNLIKELY(size > PTRDIFF_MAX)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    bx_ensure_init();
-    for (int attempt = 0; attempt < 2; attempt++) {
-        bx_heap_t *h = bx_thread_heap();
-        /* Another thread asked this one to give back what it caches (malloc_trim). */
-        if (h && BX_UNLIKELY(atomic_load_explicit(&h->release_requested, memory_order_relaxed)))
-            bx_retention_tick_due(h, bx_now_ns());
-        void *p = h ? bx_heap_alloc(h, size) : bx_thread_alloc_orphan(size);
-        if (BX_LIKELY(p != NULL)) return p;
-        /* Out of memory: give every cache back to the OS, then try once more. */
-        bx_thread_release_all(BX_RELEASE_OOM);
-        bx_retention_release_shared(BX_RELEASE_OOM);
-    }
-    errno = ENOMEM;
-    return NULL;
-}
-
-void *bx_alloc_checked(size_t alignment, size_t size) { return bx_checked_alloc(alignment, size, BX_FORM_MALLOC); }
 
 void *bx_malloc_slow(size_t size) {
     /* The fast path counted the small sizes; sizes past PTRDIFF_MAX fail, uncounted. Below
@@ -94,7 +34,7 @@ void *bx_malloc_slow(size_t size) {
         if (BX_LIKELY(p != NULL)) return p;
     }
     bx_ensure_init();
-    if (BX_UNLIKELY(bx_options.check)) return bx_alloc_checked(BX_ALIGNMENT, size);
+    if (BX_UNLIKELY(bx_options.check)) return bx_checked_alloc(BX_ALIGNMENT, size, BX_FORM_MALLOC);
     return bx_alloc_unchecked(size);
 }
 

@@ -6,41 +6,7 @@
 #include "bobox.h"
 #include "tools/checked.h"
 #include "front/fastpath.h"
-#include "mem/large.h"
 #include "os/options.h"
-#include "tools/prof.h"
-#ifdef BOBOX_OVERRIDE
-#include "cxx/cxx.h"
-#endif
-
-void bx_free_resolved(bx_lookup_t *r) {
-    bx_heap_t *h = bx_tls_heap;
-    switch (r->tag) {
-    case BX_TAG_SMALL:
-        if (r->block->heap == h)
-            bx_heap_free_small(h, r->block, r->object);
-        else /* a thread that only frees gets a heap too: its outbox batches the frees */
-            bx_heap_send_home(h ? h : bx_thread_acquire(), r->block->home, r->object, r->block->size,
-                              bx_block_key(r->block));
-        break;
-    case BX_TAG_MEDIUM:
-        if (!bx_sb_take_live(r->sb, r->index, r->sb->heap == h)) bx_fatal("free(): double free", r->object);
-        if (r->sb->heap == h)
-            bx_heap_free_medium(h, r->sb, r->index);
-        else
-            bx_heap_send_home(h ? h : bx_thread_acquire(), &r->sb->heap->remote, r->object, r->sb->block_size,
-                              r->sb->free_key);
-        break;
-    case BX_TAG_LARGE: {
-        int saved = errno; /* free() must not change errno, and munmap may */
-        if (BX_UNLIKELY(bx_prof_on)) bx_prof_forget(r->object);
-        bx_large_free(r->large);
-        if (h) bx_heap_tick(h);
-        errno = saved;
-        break;
-    }
-    }
-}
 
 void bx_lookup_live(const void *p, const char *op, bx_lookup_t *r) {
     if (BX_UNLIKELY(bx_options.check))
@@ -186,9 +152,10 @@ BX_OVERRIDE(free_sized, bobox_free_sized)
 BX_OVERRIDE(free_aligned_sized, bobox_free_aligned_sized)
 BX_OVERRIDE(malloc_usable_size, bobox_malloc_usable_size)
 #ifdef BOBOX_OVERRIDE
-/* The C++ base forms of delete: free itself (cxx.h). */
+/* The C++ base forms of delete: free itself (cxx/cxx.h; an alias is defined beside its
+ * target). */
 BX_OVERRIDE(_ZdlPv, bobox_free)
 BX_OVERRIDE(_ZdlPvSt11align_val_t, bobox_free)
-BX_CXX_OWN_ALIAS(_ZdlPv, bobox_free)
-BX_CXX_OWN_ALIAS(_ZdlPvSt11align_val_t, bobox_free)
+BX_HIDDEN_ALIAS(cxx_own__ZdlPv, bobox_free)
+BX_HIDDEN_ALIAS(cxx_own__ZdlPvSt11align_val_t, bobox_free)
 #endif

@@ -25,7 +25,7 @@ BX_API void *bobox_realloc(void *p, size_t size) {
     if (BX_UNLIKELY(bx_options.check)) {
         /* Always moves: a stale pointer to the old object then reads freed memory. */
         size_t old = bx_checked_verify(&r, p, "realloc()");
-        void *q = bx_alloc_checked(BX_ALIGNMENT, size);
+        void *q = bx_checked_alloc(BX_ALIGNMENT, size, BX_FORM_MALLOC);
         if (!q) return NULL;
         memcpy(q, p, size < old ? size : old);
         bx_checked_release(&r, p);

@@ -5,11 +5,12 @@
 
 #include <string.h>
 
-#include "tools/checked.h"
 #include "mem/large.h"
 #include "mem/node.h"
 #include "os/options.h"
 #include "mem/pagemap.h"
+
+bx_heap_tick_fn *bx_heap_tick_handler;
 
 bx_bin_t bx_heap_bin_none = {.chains.top = {.block = &bx_block_none}};
 
@@ -235,7 +236,8 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
         p = bx_bin_refill_new(b, h);
     }
     /* Checked mode: the whole block a new chain starts on, once per refill. */
-    if (BX_UNLIKELY(bx_options.check) && p) bx_checked_block(bx_block_of(p));
+    if (BX_UNLIKELY(bx_options.check) && p && !bx_block_check(bx_block_of(p)))
+        bx_fatalf("malloc(): corrupted block %p (header or free list)", (const void *)bx_block_of(p));
     return p;
 }
 

@@ -7,12 +7,12 @@
 
 #include <stdatomic.h>
 
+#include "base/bounds.h"
 #include "small/bin.h"
 #include "mem/blockcache.h"
 #include "small/keep.h"
 #include "os/os.h"
 #include "small/remote.h"
-#include "heap/retention.h"
 #include "small/sizeclass.h"
 
 enum bx_heap_state {
@@ -63,12 +63,23 @@ void bx_heap_reset_bin_table(bx_heap_t *h);
  * path (thread.h's table for threads without a heap). */
 extern bx_bin_t bx_heap_bin_none;
 
-/* The owner's slow paths run the decay tick first (retention.h). */
+/* A tick is wanted before its time: the process just became big enough for the reclaimer,
+ * which starts at a tick (no lock is held there). */
+static inline bool bx_heap_tick_wanted(void) {
+    return BX_UNLIKELY(__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) == BX_OS_BECAME_BIG);
+}
+/* What runs when a tick is due: the release points above the heap register it
+ * (bx_retention_init); until then no tick runs. */
+typedef void bx_heap_tick_fn(bx_heap_t *h, uint64_t now_ns);
+extern bx_heap_tick_fn *bx_heap_tick_handler __attribute__((visibility("hidden")));
+static inline void bx_heap_set_tick_handler(bx_heap_tick_fn *fn) { bx_heap_tick_handler = fn; }
+/* The owner's slow paths run the decay tick first (heap/retention.h). */
 static inline void bx_heap_tick(bx_heap_t *h) {
     uint64_t now = bx_now_ns();
     /* Atomic: bx_retention_request moves it from another thread (a plain move on x86). */
-    if (BX_UNLIKELY(now >= __atomic_load_n(&h->next_tick_ns, __ATOMIC_RELAXED) || bx_retention_tick_wanted()))
-        bx_retention_tick_due(h, now);
+    if (BX_UNLIKELY(now >= __atomic_load_n(&h->next_tick_ns, __ATOMIC_RELAXED) || bx_heap_tick_wanted()) &&
+        bx_heap_tick_handler)
+        bx_heap_tick_handler(h, now);
 }
 
 /* Allocation on a heap the caller owns. */

@@ -1,7 +1,6 @@
 /* retention.c - the release points of retention.h. */
 #include "heap/retention.h"
 
-#include "heap/heap.h"
 #include "mem/large.h"
 #include "mem/node.h"
 #include "os/options.h"
@@ -37,6 +36,8 @@ size_t bx_retention_release_shared(enum bx_release_level level) {
     bool all = level != BX_RELEASE_TICK;
     return bx_node_purge(all) + bx_large_purge(all);
 }
+
+void bx_retention_init(void) { bx_heap_set_tick_handler(bx_retention_tick_due); }
 
 static void (*tick_hook)(void);
 void bx_retention_set_tick_hook(void (*fn)(void)) { tick_hook = fn; }

@@ -2,7 +2,7 @@
 #include "small/keep.h"
 
 #include "small/remote.h"
-#include "heap/retention.h"
+#include "base/bounds.h"
 
 uint32_t bx_keep_capacity(uint32_t size) {
     uint32_t limit = (uint32_t)(BX_KEEP_BYTES / size);

@@ -9,14 +9,14 @@
 #include "base/lock.h"
 #include "mem/node.h"
 #include "os/options.h"
-#include "tools/prof.h"
-#include "thread/reclaimer.h"
 
 BX_TLS bx_heap_t *bx_tls_heap;
 BX_TLS bx_heap_t *bx_tls_fast;
 static bx_bin_t *bin_for_none[BX_SMALL_STEPS] = {[0 ... BX_SMALL_STEPS - 1] = &bx_heap_bin_none};
 BX_TLS bx_tls_alloc_t bx_tls_alloc = {bin_for_none, INT64_MAX};
 static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
+static int64_t (*countdown_start)(void);
+void bx_thread_set_countdown_start(int64_t (*fn)(void)) { countdown_start = fn; }
 
 static bx_lock_t registry_lock = BX_LOCK_INIT; /* every heap list and the abandoned list */
 static bx_heap_t *all_heaps, *abandoned;
@@ -136,7 +136,7 @@ bx_heap_t *bx_thread_acquire(void) {
     if (!bx_options.check) {
         bx_tls_fast = h;
         bx_tls_alloc.bin_for = h->bin_for;
-        bx_tls_alloc.sample_left = bx_prof_first_interval();
+        bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
     }
     /* May allocate (keys past the first 32): this thread already has its heap. */
     pthread_setspecific(exit_key, h);
@@ -225,7 +225,6 @@ static void fork_child(void) {
     bx_large_reset_lock();
     bx_lock_reset(&orphan_lock);
     bx_lock_reset(&registry_lock);
-    bx_reclaimer_after_fork();
     /* Other threads' heaps may be mid-update: never touch them again (their memory
      * stays with them; frees into them still go to their remote lists safely). */
     for (bx_heap_t *h = all_heaps; h; h = h->next_all) {
@@ -242,7 +241,6 @@ static void fork_child(void) {
 void bx_thread_global_init(void) {
     pthread_key_create(&exit_key, thread_exit);
     bx_remote_set_pile_handler(drain_pile);
-    bx_reclaimer_init();
 }
 
 void bx_thread_register_fork_handlers(void) { pthread_atfork(fork_prepare, fork_parent, fork_child); }

@@ -11,7 +11,7 @@
 #ifndef BX_THREAD_H
 #define BX_THREAD_H
 
-#include "heap/heap.h"
+#include "heap/retention.h"
 
 extern BX_TLS bx_heap_t *bx_tls_heap;
 /* The heap the inline fast path of free uses: the thread's heap, or NULL in checked mode,
@@ -30,6 +30,9 @@ typedef struct {
     int64_t sample_left;
 } bx_tls_alloc_t;
 extern BX_TLS bx_tls_alloc_t bx_tls_alloc;
+/* Where a new heap's countdown starts (the profiler registers its random interval; none:
+ * INT64_MAX, never due). */
+void bx_thread_set_countdown_start(int64_t (*fn)(void));
 
 void bx_thread_global_init(void);
 /* Registers the fork handlers; may allocate, so it runs once the allocator works. */

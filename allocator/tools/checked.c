@@ -6,7 +6,6 @@
 #include <sys/mman.h>
 #include <string.h>
 
-#include "front/fastpath.h"
 #include "base/lock.h"
 #include "os/os.h"
 #include "thread/thread.h"
@@ -181,10 +180,6 @@ size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form
     if (rec_form(rec) != BX_FORM_MALLOC && rec_form(rec) != form)
         bx_fatalf("%s: %p was allocated by %s, freed by %s", op, p, form_name(rec_form(rec)), op);
     return rec_size(rec);
-}
-
-void bx_checked_block(const bx_block_t *b) {
-    if (!bx_block_check(b)) bx_fatalf("malloc(): corrupted block %p (header or free list)", (const void *)b);
 }
 
 /* ---- the quarantine ------------------------------------------------------------------------

@@ -14,7 +14,7 @@
 #ifndef BX_CHECKED_H
 #define BX_CHECKED_H
 
-#include "core/classify.h"
+#include "core/core.h"
 
 #define BX_CHECK_ROOM 16
 
@@ -35,12 +35,7 @@ size_t bx_checked_verify(const bx_lookup_t *r, const void *p, const char *op);
 size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form, const char *op);
 /* Whether live-looking object p (r from bx_classify) is freed and waits in the quarantine. */
 bool bx_checked_is_parked(const bx_lookup_t *r, const void *p);
-/* A C++ delete in checked mode: p must have been allocated in `form` (and, unless size is 0,
- * with that size); aborts naming `op` otherwise, then frees it through the quarantine. */
-void bx_free_form_checked(void *p, size_t size, unsigned form, const char *op);
 /* Frees verified object p (r from bx_checked_lookup) through the quarantine. */
 void bx_checked_release(const bx_lookup_t *r, void *p);
-/* Full validation of a small block just taken for allocation (its whole free list). */
-void bx_checked_block(const bx_block_t *b);
 
 #endif

@@ -320,8 +320,6 @@ static void unlock_and_catch_up(void) {
 
 /* ---- sampling ------------------------------------------------------------------------ */
 
-int64_t bx_prof_first_interval(void) { return bx_prof_on ? next_interval() : INT64_MAX; }
-
 BX_NOINLINE void *bx_prof_due(size_t size) {
     if (!bx_prof_on) {
         bx_tls_alloc.sample_left = INT64_MAX;
@@ -339,7 +337,7 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
      * have handed out is held aside meanwhile. Without it, the free that has no malloc to
      * follow it leaves an extra object on the chain stack, and a FIFO program then starts a
      * new chain at every block until the sample is freed (+60% instructions on fifo8k). */
-    void *shadow = size <= BX_SMALL_MAX ? bobox_malloc(size) : NULL;
+    void *shadow = size <= BX_SMALL_MAX ? bx_core_alloc_small(size) : NULL;
     bool fresh;
     bx_heap_t *h = bx_thread_heap();
     void *p;
@@ -368,7 +366,7 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
     }
     bx_prof_busy = false;
     bx_tls_alloc.sample_left = next_interval();
-    if (shadow) bobox_free(shadow);
+    if (shadow) bx_core_free(shadow, "free()");
     return p;
 }
 
@@ -381,7 +379,7 @@ void bx_prof_forget(const void *p) {
         live_bytes_total -= e.size;
     }
     unlock_and_catch_up();
-    if (e.shadow) bobox_free(e.shadow);
+    if (e.shadow) bx_core_free(e.shadow, "free()");
 }
 
 /* ---- start, dumps, state -------------------------------------------------------------- */
@@ -402,6 +400,8 @@ void bx_prof_init(void) {
     bx_prof_busy = false;
     if (bx_options.prof_peak_bytes) next_peak = bx_os_peak_mapped_bytes() + bx_options.prof_peak_bytes;
     bx_prof_on = true;
+    bx_thread_set_countdown_start(next_interval);
+    bx_core_set_large_free_hook(bx_prof_forget);
 }
 
 static void fork_prepare(void) { bx_lock(&prof_lock); }

@@ -5,11 +5,13 @@
  * bx_prof_due. Off, the countdown starts at INT64_MAX and is only ever reset. On, about one
  * allocation per BOBOX_PROF_RATE bytes (exponential intervals) is sampled: its stack is
  * recorded and it is served as a large object, so that its free reaches the general path
- * (bx_free_resolved), where bx_prof_forget drops it from the live set. */
+ * (bx_free_resolved), whose large-object hook (bx_core_set_large_free_hook) is
+ * bx_prof_forget: it drops the object from the live set. Aligned allocations are neither
+ * counted nor sampled. */
 #ifndef BX_PROF_H
 #define BX_PROF_H
 
-#include "thread/thread.h"
+#include "core/core.h"
 
 extern bool bx_prof_on;
 
@@ -19,8 +21,6 @@ void bx_prof_init(void);
 /* Once the allocator works: fork handlers and the dump signal. */
 void bx_prof_start(void);
 extern BX_TLS bool bx_prof_busy; /* inside the profiler: its own mallocs are not sampled */
-/* A thread's first countdown: a random interval while profiling, INT64_MAX otherwise. */
-int64_t bx_prof_first_interval(void);
 /* The countdown went below zero with this allocation: samples it while profiling (NULL: not
  * sampled, bx_malloc_slow carries on as usual) and starts the next countdown. */
 void *bx_prof_due(size_t size);

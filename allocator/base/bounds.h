@@ -1,0 +1,26 @@
+/* bounds.h - how much each cache of freed memory may hold (the release points that give it
+ * back are heap/retention.h's; the settings BOBOX_CACHE_MB and BOBOX_DECAY_MS, os/options.h). */
+#ifndef BX_BOUNDS_H
+#define BX_BOUNDS_H
+
+#include "base/common.h"
+
+/* Keep blocks (keep.h): per bin, BX_KEEP_BYTES worth of objects within [MIN, MAX]; per heap,
+ * at most BX_KEEP_HEAP_BYTES that no chain counts. */
+#define BX_KEEP_BYTES (256 * BX_KB)
+#define BX_KEEP_MIN 4
+#define BX_KEEP_MAX 1024
+#define BX_KEEP_HEAP_BYTES (2 * BX_MB)
+
+/* Block caches (blockcache.h), bounded by the superblocks they hold blocks of (DESIGN §5). */
+#define BX_SMALL_BLOCK_CACHE_SUPERBLOCKS 8
+#define BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS 1
+/* Medium blocks are large: a bin's cache also holds at most this much, so that blocks a
+ * thread has moved on from go back, their superblock can empty, and the node can hand it
+ * (its pages already touched) to another bin. */
+#define BX_MEDIUM_BLOCK_CACHE_BYTES (1 * BX_MB)
+
+/* A heap's remote frees are drained once this much waits (DESIGN §4). */
+#define BX_REMOTE_DRAIN_BYTES BX_MB
+
+#endif

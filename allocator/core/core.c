@@ -1,0 +1,102 @@
+/* core.c - the allocation and free that every mode and tool shares (core.h). */
+#define _GNU_SOURCE
+#include "core/core.h"
+
+#include <errno.h>
+
+#include "heap/retention.h"
+#include "mem/large.h"
+#include "os/options.h"
+
+void *bx_alloc_unchecked(size_t size) {
+    if (BX_UNLIKELY(size > PTRDIFF_MAX)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        bx_heap_t *h = bx_thread_heap();
+        /* Another thread asked this one to give back what it caches (malloc_trim). */
+        if (h && BX_UNLIKELY(atomic_load_explicit(&h->release_requested, memory_order_relaxed)))
+            bx_retention_tick_due(h, bx_now_ns());
+        void *p = h ? bx_heap_alloc(h, size) : bx_thread_alloc_orphan(size);
+        if (BX_LIKELY(p != NULL)) return p;
+        /* Out of memory: give every cache back to the OS, then try once more. */
+        bx_thread_release_all(BX_RELEASE_OOM);
+        bx_retention_release_shared(BX_RELEASE_OOM);
+    }
+    errno = ENOMEM;
+    return NULL;
+}
+
+void *bx_core_alloc_small(size_t size) {
+    bx_bin_t *b = bx_tls_bin(size);
+    void *p = bx_bin_alloc_top(b);
+    if (!p) p = bx_bin_alloc_next(b);
+    return p ? p : bx_alloc_unchecked(size);
+}
+
+void *bx_alloc_aligned_unchecked(size_t alignment, size_t size) {
+    if (size == 0) size = 1; /* the aligned pointer must stay inside its object */
+    if (size > PTRDIFF_MAX - alignment) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (alignment < BX_BLOCK_SIZE && size + alignment <= BX_MEDIUM_MAX) {
+        /* Medium objects are 512-byte aligned already. */
+        size_t padded = size > BX_SMALL_MAX && alignment <= BX_MEDIUM_GRAIN ? size : size + alignment - BX_ALIGNMENT;
+        char *p = padded <= BX_SMALL_MAX ? bx_bin_alloc_top(bx_tls_bin(padded)) : NULL;
+        if (!p) p = bx_alloc_unchecked(padded);
+        if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
+        char *aligned = (char *)bx_align_up((uintptr_t)p, alignment);
+        bx_object_mark_aligned(p, aligned, bx_object_key(p));
+        return aligned;
+    }
+    bx_heap_t *h = bx_thread_heap();
+    bool fresh;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        void *p = h ? bx_heap_alloc_large(h, size, alignment, &fresh) : bx_large_alloc(size, alignment, 0, &fresh);
+        if (p) return p;
+        bx_retention_release_shared(BX_RELEASE_OOM);
+    }
+    errno = ENOMEM;
+    return NULL;
+}
+
+static void (*large_free_hook)(const void *object);
+void bx_core_set_large_free_hook(void (*fn)(const void *object)) { large_free_hook = fn; }
+
+void bx_free_resolved(bx_lookup_t *r) {
+    bx_heap_t *h = bx_tls_heap;
+    switch (r->tag) {
+    case BX_TAG_SMALL:
+        if (r->block->heap == h)
+            bx_heap_free_small(h, r->block, r->object);
+        else /* a thread that only frees gets a heap too: its outbox batches the frees */
+            bx_heap_send_home(h ? h : bx_thread_acquire(), r->block->home, r->object, r->block->size,
+                              bx_block_key(r->block));
+        break;
+    case BX_TAG_MEDIUM:
+        if (!bx_sb_take_live(r->sb, r->index, r->sb->heap == h)) bx_fatal("free(): double free", r->object);
+        if (r->sb->heap == h)
+            bx_heap_free_medium(h, r->sb, r->index);
+        else
+            bx_heap_send_home(h ? h : bx_thread_acquire(), &r->sb->heap->remote, r->object, r->sb->block_size,
+                              r->sb->free_key);
+        break;
+    case BX_TAG_LARGE: {
+        int saved = errno; /* free() must not change errno, and munmap may */
+        if (BX_UNLIKELY(large_free_hook != NULL)) large_free_hook(r->object);
+        bx_large_free(r->large);
+        if (h) bx_heap_tick(h);
+        errno = saved;
+        break;
+    }
+    }
+}
+
+void bx_core_free(void *p, const char *op) {
+    bx_lookup_t r;
+    bx_classify(p, &r);
+    if (BX_UNLIKELY(!r.tag)) bx_fatalf("%s: %s %p", op, r.freed ? "double free" : "invalid pointer", p);
+    bx_free_resolved(&r);
+}
