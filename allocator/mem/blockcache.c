@@ -3,8 +3,6 @@
 
 #include "mem/pagemap.h"
 
-bx_superblock_t *bx_superblock_of(const void *block) { return bx_span_of(bx_pagemap_get(block)); }
-
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size, uint32_t bound,
                         uint32_t max_blocks, int node) {
     bx_blockalloc_init(&bc->alloc, owner, tag, block_size, node);

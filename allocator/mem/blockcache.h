@@ -8,7 +8,7 @@
 #define BX_BLOCKCACHE_H
 
 #include "base/lock.h"
-#include "mem/superblock.h"
+#include "mem/blockalloc.h"
 
 /* Their bounds: retention.h. */
 /* A medium bin whose next block would be fresh memory takes a free block of up to this
@@ -43,8 +43,6 @@ void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out);
 bool bx_blockcache_would_grow(bx_blockcache_t *bc);
 /* Takes back a block of superblock sb. */
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
-/* The superblock holding a block (a pagemap lookup). */
-bx_superblock_t *bx_superblock_of(const void *block);
 /* Returns every cached block to the block allocator. */
 void bx_blockcache_flush(bx_blockcache_t *bc);
 /* Once per decay delay: flushes the cache if no block was taken from it since the last

@@ -9,6 +9,7 @@
 #include "base/lock.h"
 #include "os/options.h"
 #include "os/os.h"
+#include "os/sysfile.h"
 #include "mem/pagemap.h"
 
 typedef struct bx_node {

@@ -1,15 +1,13 @@
-/* superblock.h - 10 MB superblocks and the block allocator per block size (DESIGN §5).
- *
- * A block allocator hands out blocks of one size cut from its superblocks. It takes from
- * the fullest superblock, so nearly empty ones drain and go back: superblocks with free
- * blocks sit in a binary min-heap keyed by free-block count, each remembering its heap
- * position. A superblock that becomes entirely free goes back to its node at once. */
+/* superblock.h - the 10 MB superblock's format (DESIGN §5): a header, then blocks of one
+ * size, handed out from a free list and then by bump, each medium one with a live flag.
+ * Which superblock a block comes from is the block allocator's choice (blockalloc.h). */
 #ifndef BX_SUPERBLOCK_H
 #define BX_SUPERBLOCK_H
 
 #include <stddef.h>
 
 #include "mem/block.h"
+#include "mem/pagemap.h"
 
 struct bx_heap;
 struct bx_blockalloc;
@@ -45,26 +43,6 @@ typedef struct bx_superblock {
 } bx_superblock_t;
 BX_STATIC_ASSERT(sizeof(bx_superblock_t) <= BX_SB_DESCS_OFFSET, "the block descriptors follow the header");
 
-typedef struct bx_blockalloc {
-    bx_superblock_t **heap; /* min-heap by free blocks */
-    uint32_t count, cap;
-    uint32_t block_size;
-    unsigned tag;
-    int node;
-    struct bx_heap *owner;
-    size_t superblocks; /* superblocks it holds */
-} bx_blockalloc_t;
-
-void bx_blockalloc_init(bx_blockalloc_t *ba, struct bx_heap *owner, unsigned tag, uint32_t block_size, int node);
-/* A block, or NULL when no superblock can be had (ENOMEM); *sb_out (if not NULL) is set
- * to its superblock. */
-void *bx_blockalloc_alloc(bx_blockalloc_t *ba, bx_superblock_t **sb_out);
-void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block);
-#ifdef BX_TESTING
-/* Gives the heap array back; the allocator must hold no superblock. */
-void bx_blockalloc_destroy(bx_blockalloc_t *ba);
-#endif
-
 /* The index of the block holding p within its superblock. */
 static inline uint32_t bx_sb_index(const bx_superblock_t *sb, const void *p) {
     return (uint32_t)(((uint64_t)((const char *)p - sb->first) * sb->div_magic) >> 48);
@@ -98,12 +76,47 @@ static inline bool bx_sb_take_live(bx_superblock_t *sb, uint32_t i, bool owner) 
     return true;
 }
 
+/* The superblock holding a block or object (small or medium) of ours. */
+static inline bx_superblock_t *bx_superblock_of(const void *block) {
+    return (bx_superblock_t *)bx_span_of(bx_pagemap_get(block));
+}
+
+/* Formats sb for blocks of block_size (tag SMALL: 64 KB blocks), cut by allocator `owner`
+ * of thread heap `heap`: its free list empty, nothing handed out. */
+void bx_sb_format(bx_superblock_t *sb, unsigned tag, uint32_t block_size, struct bx_blockalloc *owner,
+                  struct bx_heap *heap);
+/* A free block of sb (sb->used < sb->capacity): the free list's first, checked before it is
+ * followed, else the next never handed out. */
+static inline void *bx_sb_take_block(bx_superblock_t *sb) {
+    void *block = sb->free;
+    if (block) {
+        /* Checked before it is followed: a medium object starts at its block, so a write
+         * after free lands on the link. */
+        char *next = (char *)bx_link_get(block);
+        if (next && (next < sb->first || next >= sb->bump || bx_sb_block(sb, bx_sb_index(sb, next)) != next))
+            bx_fatalf("malloc(): corrupted free list at %p (superblock %p): the free object there was written after "
+                      "it was freed",
+                      block, (void *)sb);
+        sb->free = next;
+    } else {
+        block = sb->bump;
+        sb->bump += sb->block_size;
+    }
+    sb->used++;
+    return block;
+}
+static inline uint32_t bx_sb_free_blocks(const bx_superblock_t *sb) { return sb->capacity - sb->used; }
+/* Puts a block of sb back on its free list. */
+static inline void bx_sb_put_block(bx_superblock_t *sb, void *block) {
+    bx_link_set(block, sb->free);
+    sb->free = block;
+    sb->used--;
+}
+
 /* Validation (bobox_check_heap, BOBOX_CHECK=1). The header's shape holds for any thread
  * while the superblock is owned; the free list only for the owner. */
 bool bx_sb_check_header(const bx_superblock_t *sb);
 /* Header, every link of the free list, and the count of free blocks. */
 bool bx_sb_check(const bx_superblock_t *sb);
-/* Heap order and positions, and every superblock it holds (bx_sb_check). */
-bool bx_blockalloc_check(const bx_blockalloc_t *ba);
 
 #endif

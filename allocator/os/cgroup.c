@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "os/os.h"
+#include "os/sysfile.h"
 
 /* Appends s to the path in buf (of `size`); false if it does not fit. */
 static bool path_append(char *buf, size_t size, const char *s, size_t n) {

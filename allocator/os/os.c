@@ -3,7 +3,6 @@
 #include "os/os.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -19,17 +18,6 @@
 #endif
 
 static atomic_size_t mapped_bytes, peak_mapped_bytes, released_bytes;
-
-uint64_t bx_now_ns(void) {
-    static BX_TLS volatile bool reading; /* volatile: the clock it guards cannot see it */
-    static BX_TLS uint64_t last;
-    if (BX_UNLIKELY(reading)) return last;
-    reading = true;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    reading = false;
-    return last = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int bx_os_big;
 
@@ -117,6 +105,10 @@ bool bx_os_make_writable(void *p, size_t size) {
     return mprotect((void *)start, bx_align_up((uintptr_t)p + size, page) - start, PROT_READ | PROT_WRITE) == 0;
 }
 
+bool bx_os_protect(void *p, size_t size, bool access) {
+    return mprotect(p, size, access ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+}
+
 void bx_os_unmap(void *p, size_t size) {
     if (!p || !size) return;
     munmap(p, size);
@@ -144,16 +136,6 @@ bool bx_os_move(void *p, size_t old_size, void *dest, size_t new_size) {
         return false;
     }
     count_unmapped(old_size); /* dest was counted when it was mapped */
-    return true;
-}
-
-bool bx_os_read_file(const char *path, char *buf, size_t size) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    ssize_t n = read(fd, buf, size - 1);
-    close(fd);
-    if (n <= 0) return false;
-    buf[n] = 0;
     return true;
 }
 

@@ -1,16 +1,10 @@
-/* os.h - the only door to the kernel's memory calls (mmap, munmap, mremap, mbind). */
+/* os.h - the only door to the kernel's memory calls (mmap, munmap, mremap, mprotect,
+ * madvise, mbind), and the counts of what is mapped. */
 #ifndef BX_OS_H
 #define BX_OS_H
 
-#include <time.h>
-
 #include "base/common.h"
-
-/* A monotonic clock, coarse and cheap (the vDSO, no system call). The decay check on every
- * medium malloc compares nanoseconds: no division. An interposed clock_gettime (libfaketime)
- * may allocate on its first call: a read nested in another answers the last value read. */
-uint64_t bx_now_ns(void);
-static inline uint64_t bx_now_ms(void) { return bx_now_ns() / 1000000; }
+#include "os/clock.h"
 
 /* Anonymous read-write memory, or NULL. Sizes are multiples of the page size. */
 void *bx_os_map(size_t size);
@@ -24,6 +18,9 @@ void bx_os_unmap(void *p, size_t size);
 /* Address space that reads as zeros and is not counted as mapped (pages are only backed
  * once made writable); NULL if it cannot be had, or under a finite RLIMIT_AS. */
 void *bx_os_reserve_zeros(size_t size);
+/* Makes the pages holding [p, p+size) inaccessible (false: no access) or read-write again
+ * (checked mode's guard pages); false if the kernel refused. */
+bool bx_os_protect(void *p, size_t size, bool access);
 /* Makes the pages holding [p, p+size) of such a reservation writable. */
 bool bx_os_make_writable(void *p, size_t size);
 /* Grows or shrinks a mapping (mremap): in place, or, with may_move, wherever the kernel finds
@@ -52,9 +49,6 @@ int bx_os_policy_node(const void *p, int *mode_out);
 int bx_os_current_cpu(void);
 
 size_t bx_os_page_size(void);
-
-/* Reads a small /proc or /sys file into buf, NUL-terminated; false if absent or empty. */
-bool bx_os_read_file(const char *path, char *buf, size_t size);
 
 /* Whether the process has had BX_OS_BIG_BYTES mapped: big enough for the reclaimer
  * (reclaimer.h), which takes note at the next tick (BECAME_BIG -> BIG). */

@@ -9,6 +9,7 @@
 
 #include "os/options.h"
 #include "os/os.h"
+#include "os/sysfile.h"
 #include "thread/thread.h"
 
 enum { NOT_STARTED, STARTING, RUNNING };

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sys/mman.h>
 #include <string.h>
 
 #include "base/lock.h"
@@ -127,7 +126,7 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
         front = 32;
         p = q;
         usable = r.usable;
-        guard = mprotect(guard_page(r.large), page, PROT_NONE) == 0;
+        guard = bx_os_protect(guard_page(r.large), page, false);
     } else {
         bx_object_mark_aligned(r.object, p, bx_object_key(r.object));
     }
@@ -224,7 +223,7 @@ static void release_now(void *p) {
     if (!r.tag) bx_fatalf("free(): quarantined object %p lost", p);
     if (r.tag == BX_TAG_LARGE) {
         uintptr_t rec = *trailer_of(p, r.usable) ^ trailer_code(p);
-        if (rec & REC_GUARD) mprotect(guard_page(r.large), bx_os_page_size(), PROT_READ | PROT_WRITE);
+        if (rec & REC_GUARD) bx_os_protect(guard_page(r.large), bx_os_page_size(), true);
     }
     bx_free_resolved(&r);
 }

@@ -159,8 +159,10 @@ void require_corrupted_at(const std::pair<int, std::string> &child, const void *
     snprintf(expected, sizeof expected, "bobox: malloc(): corrupted free list at %p", obj);
     REQUIRE(child.second.find(expected) != std::string::npos);
 }
-// One byte written over a freed object's first word, as a stale pointer's store does.
-void write_after_free(void *p, size_t at, unsigned char byte) { static_cast<volatile unsigned char *>(p)[at] = byte; }
+// One byte of a freed object's first word changed, as a stale pointer's store does: flipped
+// with `bits`, so that it always changes (a plain store of a byte the mangled link already
+// held, 1 in 256 runs, changed nothing and the test failed).
+void write_after_free(void *p, size_t at, unsigned char bits) { static_cast<volatile unsigned char *>(p)[at] ^= bits; }
 } // namespace
 
 // Checked mode finds these through its quarantine's fill instead (the checked-mode tests).
