@@ -10,6 +10,7 @@
 #include "os/options.h"
 #include "os/os.h"
 #include "mem/pagemap.h"
+#include "mem/samplepool.h"
 
 static bx_lock_t cache_lock = BX_LOCK_INIT;
 static atomic_size_t live_objects, live_bytes;
@@ -179,80 +180,24 @@ void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh) {
     return hand_out(l);
 }
 
-/* ---- the samples' pool ------------------------------------------------------------------
+/* ---- samples ------------------------------------------------------------------------
  * The profiler serves each sampled small or medium object as a large one, so that its free
- * reaches bx_prof_forget. Their mappings come in 64 KB steps and wait in lists of their own,
- * one per step, newest first: a sample takes the first of its node, with no search. In the
- * shared cache, a sample looked at up to 40 other mappings' headers (a page each) to find the
- * closest size, and larger requests took the sample mappings and grew them with mremap
- * (realloc under the profiler: 957 mremap and 578 mmap calls, against 111 and 166 without). */
-#define SAMPLE_STEPS (BX_MEDIUM_MAX / BX_BLOCK_SIZE + 1)
-static bx_large_t *sample_pool[SAMPLE_STEPS]; /* linked through bnext; peeked at without the lock */
-static size_t sample_pool_bytes;
-static uint64_t sample_pool_used_ms; /* the last put: the pool decays whole after that */
-
-static size_t sample_pool_limit(void) { return bx_options.cache_bytes / 4; }
-
+ * reaches bx_prof_forget; their mappings come in 64 KB steps from a pool of their own
+ * (samplepool.h). */
 void *bx_large_alloc_sample(size_t size, int node) {
     size_t steps = size <= BX_BLOCK_SIZE ? 1 : (size + BX_BLOCK_SIZE - 1) / BX_BLOCK_SIZE;
-    if (steps > SAMPLE_STEPS) {
+    if (steps > BX_SAMPLE_STEPS) {
         errno = ENOMEM;
         return NULL;
     }
-    size_t need = page() + steps * BX_BLOCK_SIZE;
     node = cached_node(node);
-    bx_large_t *l = NULL;
-    bx_large_t **list = &sample_pool[steps - 1];
-    if (__atomic_load_n(list, __ATOMIC_RELAXED)) {
-        bx_lock(&cache_lock);
-        int looked = 0;
-        for (bx_large_t **at = list; *at && looked < 4; at = &(*at)->bnext, looked++)
-            if ((*at)->node == node) {
-                l = *at;
-                __atomic_store_n(at, l->bnext, __ATOMIC_RELAXED);
-                __atomic_store_n(&sample_pool_bytes, sample_pool_bytes - need, __ATOMIC_RELAXED);
-                break;
-            }
-        bx_unlock(&cache_lock);
-    }
+    bx_large_t *l = bx_samplepool_take(steps, node);
     if (!l) {
-        l = map_fresh(need, BX_ALIGNMENT, node);
+        l = map_fresh(page() + steps * BX_BLOCK_SIZE, BX_ALIGNMENT, node);
         if (!l) return NULL;
         l->sample = true;
     }
     return hand_out(l);
-}
-
-/* Takes a freed sample mapping into the pool; false if it is full. */
-static bool sample_pool_put(bx_large_t *l) {
-    size_t steps = (l->map_size - page()) / BX_BLOCK_SIZE;
-    bool kept = false;
-    uint64_t now = bx_now_ms();
-    bx_lock(&cache_lock);
-    if (sample_pool_bytes + l->map_size <= sample_pool_limit()) {
-        l->bnext = sample_pool[steps - 1];
-        __atomic_store_n(&sample_pool[steps - 1], l, __ATOMIC_RELAXED);
-        __atomic_store_n(&sample_pool_bytes, sample_pool_bytes + l->map_size, __ATOMIC_RELAXED);
-        sample_pool_used_ms = now;
-        kept = true;
-    }
-    bx_unlock(&cache_lock);
-    return kept;
-}
-
-/* Unlinks the whole pool, into a list through `anext` (called with the lock held). */
-static bx_large_t *sample_pool_collect(void) {
-    bx_large_t *out = NULL;
-    for (unsigned i = 0; i < SAMPLE_STEPS; i++) {
-        for (bx_large_t *l = sample_pool[i], *next; l; l = next) {
-            next = l->bnext;
-            l->anext = out;
-            out = l;
-        }
-        __atomic_store_n(&sample_pool[i], NULL, __ATOMIC_RELAXED);
-    }
-    __atomic_store_n(&sample_pool_bytes, 0, __ATOMIC_RELAXED);
-    return out;
 }
 
 /* Unlinks the oldest cached mappings until `bytes` are taken (or the cache is empty). */
@@ -304,7 +249,7 @@ void bx_large_free(bx_large_t *l) {
     atomic_fetch_sub_explicit(&live_bytes, l->usable, memory_order_relaxed);
     bx_large_t *expired = NULL;
     if (l->sample) {
-        if (sample_pool_put(l)) return;
+        if (bx_samplepool_put(l, bx_options.cache_bytes / 4)) return;
         l->anext = NULL;
         expired = l;
     } else if (l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
@@ -356,21 +301,27 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
 }
 
 size_t bx_large_purge(bool all) {
-    bool samples = __atomic_load_n(&sample_pool_bytes, __ATOMIC_RELAXED) != 0;
-    if (!__atomic_load_n(&newest, __ATOMIC_RELAXED) && !samples) return 0;
+    size_t samples = release(bx_samplepool_collect(all));
+    if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return samples;
     uint64_t now = bx_now_ms(); /* before the lock: an interposed clock may allocate */
     bx_lock(&cache_lock);
     bx_large_t *expired = collect(all, now);
-    bx_large_t *idle = NULL;
-    if (samples && (all || (now > sample_pool_used_ms && now - sample_pool_used_ms >= bx_options.decay_ms)))
-        idle = sample_pool_collect();
     bx_unlock(&cache_lock);
-    return release(expired) + release(idle);
+    return samples + release(expired);
 }
 
-size_t bx_large_cached_bytes(void) { return cache_bytes + __atomic_load_n(&sample_pool_bytes, __ATOMIC_RELAXED); }
+size_t bx_large_cached_bytes(void) { return cache_bytes + bx_samplepool_bytes(); }
 size_t bx_large_live_objects(void) { return atomic_load_explicit(&live_objects, memory_order_relaxed); }
 size_t bx_large_live_bytes(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed); }
-void bx_large_lock(void) { bx_lock(&cache_lock); }
-void bx_large_unlock(void) { bx_unlock(&cache_lock); }
-void bx_large_reset_lock(void) { bx_lock_reset(&cache_lock); }
+void bx_large_lock(void) {
+    bx_lock(&cache_lock);
+    bx_samplepool_lock();
+}
+void bx_large_unlock(void) {
+    bx_samplepool_unlock();
+    bx_unlock(&cache_lock);
+}
+void bx_large_reset_lock(void) {
+    bx_samplepool_reset_lock();
+    bx_lock_reset(&cache_lock);
+}

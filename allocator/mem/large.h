@@ -25,7 +25,7 @@ typedef struct bx_large {
  * *fresh is set when the memory comes straight from the OS (already zero). */
 void *bx_large_alloc(size_t size, size_t alignment, int node, bool *fresh);
 /* A sampled object of the profiler (prof.c) of at most BX_MEDIUM_MAX bytes, or NULL (ENOMEM):
- * a mapping from a pool of the samples' own, never handed to other requests. */
+ * a mapping from a pool of the samples' own (samplepool.h), never handed to other requests. */
 void *bx_large_alloc_sample(size_t size, int node);
 /* Frees into the cache (straight back to the OS when it does not fit there). */
 void bx_large_free(bx_large_t *large);

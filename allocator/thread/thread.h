@@ -6,8 +6,9 @@
  * leaked and short-lived threads cost no superblock traffic.
  *
  * Lock order (fork_prepare takes them all in it): the registry lock (every heap, the
- * abandoned list), then the orphan heap's lock, then the large cache's, then the nodes' in
- * index order. No path takes an earlier one while holding a later one. */
+ * abandoned list), then the orphan heap's lock, then the large cache's and the samples'
+ * pool's (mem/samplepool.h), then the nodes' in index order. No path takes an earlier one
+ * while holding a later one. */
 #ifndef BX_THREAD_H
 #define BX_THREAD_H
 
