@@ -27,7 +27,7 @@ LIBBOBOX_SO := $(BUILD)/libbobox.so
 LIBBOBOX_A  := $(BUILD)/libbobox.a
 LIBBOBOX_DIST_A := $(BUILD)/dist/libbobox.a
 
-.PHONY: all test test-bins deps install uninstall man clean bench bench-full format
+.PHONY: all test test-bins deps install uninstall man clean bench bench-full format layers
 all: $(LIBBOBOX_SO) $(LIBBOBOX_A) $(LIBBOBOX_DIST_A)
 
 # -MMD: each object is rebuilt when a header it includes changes, and only then.
@@ -62,6 +62,10 @@ $(LIBBOBOX_DIST_A): $(A_OBJS)
 # The size-class tables are constants generated from their growth rules.
 allocator/small/sizeclass_tables.h: scripts/gen-sizeclass.py
 	python3 $< $@
+
+# No include or call goes up a layer (allocator/layers.txt); the README's layout table matches.
+layers: $(SO_OBJS)
+	@scripts/check-layers.sh $(BUILD)/so
 
 # Both trees follow .clang-format.
 format:

@@ -13,10 +13,10 @@ declare -A rank
 for i in "${!order[@]}"; do rank[${order[$i]}]=$i; done
 
 table() {
-    echo "| layer | files | holds |"
+    echo "| layer | files (.c, .h) | holds |"
     echo "| --- | --- | --- |"
     awk '!/^#/ && NF' "$LAYERS" | while read -r layer what; do
-        files=$(cd allocator/$layer && ls *.c *.h 2>/dev/null | sed 's/.*/`&`/' | paste -sd, - | sed 's/,/, /g')
+        files=$(cd allocator/$layer && ls *.c *.h 2>/dev/null | sed 's/\.[ch]$//' | sort -u | sed 's/.*/`&`/' | paste -sd, - | sed 's/,/, /g')
         echo "| \`$layer/\` | $files | $what |"
     done
 }

@@ -55,12 +55,6 @@ static inline size_t bx_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a 
 static inline uintptr_t bx_align_down_ptr(uintptr_t p, size_t a) { return p & ~(uintptr_t)(a - 1); }
 static inline bool bx_is_pow2(size_t n) { return n && !(n & (n - 1)); }
 
-/* Reports a fatal misuse (invalid or double free) and aborts; never returns. */
-__attribute__((noreturn)) void bx_fatal(const char *what, const void *ptr);
-/* The same with a message of its own ("bobox: " is prepended). */
-__attribute__((noreturn, format(printf, 1, 2))) void bx_fatalf(const char *fmt, ...);
-/* Writes a message to stderr without allocating. */
-void bx_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void bx_message_fd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include "base/diag.h"
 
 #endif
