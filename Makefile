@@ -81,8 +81,13 @@ $(CATCH_MAIN): test/catch_main.cpp
 	$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
 
 UNIT_SRCS := $(wildcard test/unit/*.cpp)
-$(BUILD)/test/unit_alloc: $(UNIT_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A) $(wildcard test/*.h*)
-	$(CXX) $(TEST_CXXFLAGS) -o $@ $(UNIT_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A)
+# Probes of the layers whose headers only C reads (C11 atomics), driven by the Catch2 cases.
+UNIT_C_OBJS := $(patsubst test/unit/%.c,$(BUILD)/test/unit/%.o,$(wildcard test/unit/*.c))
+$(BUILD)/test/unit/%.o: test/unit/%.c $(LIBBOBOX_A)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -pthread -Iinclude -Iallocator -DBX_TESTING -c $< -o $@
+$(BUILD)/test/unit_alloc: $(UNIT_SRCS) $(UNIT_C_OBJS) $(CATCH_MAIN) $(LIBBOBOX_A) $(wildcard test/*.h*)
+	$(CXX) $(TEST_CXXFLAGS) -o $@ $(UNIT_SRCS) $(UNIT_C_OBJS) $(CATCH_MAIN) $(LIBBOBOX_A)
 
 API_SRCS := $(wildcard test/api/*.cpp)
 $(BUILD)/test/unit_api: $(API_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A) $(wildcard test/*.h* test/api/*.h)

@@ -63,8 +63,11 @@ $(FUZZ_DIR)/libbobox.a: $(HARD_ALLOC_SRCS:%.c=$(FUZZ_DIR)/%.o)
 # Catch2's main (build/test/catch_main.o, g++) is linked as it is: it runs in the test thread
 # only, and instrumenting it would cost a minute of compiling for nothing.
 # ASan+UBSan: every unit, API and stress test.
-$(ASAN_DIR)/unit_alloc: $(UNIT_SRCS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a $(wildcard test/*.h*)
-	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -o $@ $(UNIT_SRCS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
+$(ASAN_DIR)/unit/%.o: test/unit/%.c $(HARD_ALLOC_HDRS) test/hardening.mk
+	@mkdir -p $(dir $@)
+	$(CLANG) $(SAN_LIB_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
+$(ASAN_DIR)/unit_alloc: $(UNIT_SRCS) $(UNIT_C_OBJS:$(BUILD)/test/%=$(ASAN_DIR)/%) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a $(wildcard test/*.h*)
+	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -o $@ $(UNIT_SRCS) $(UNIT_C_OBJS:$(BUILD)/test/%=$(ASAN_DIR)/%) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
 $(ASAN_DIR)/unit_api: $(API_SRCS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a $(wildcard test/*.h* test/api/*.h)
 	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -DAPI_PREFIXED -o $@ $(API_SRCS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a -ldl
 $(ASAN_DIR)/unit_stress: $(STRESS_SRCS) $(STRESS_HDRS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a

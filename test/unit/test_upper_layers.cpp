@@ -1,0 +1,69 @@
+// The layers above the superblock (heap, retention, thread, core), through the C probes of
+// upper_layers.c.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <cstdint>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern "C" {
+const char *probe_heap_small(size_t size, int n);
+const char *probe_heap_medium(void);
+const char *probe_remote_free(void);
+const char *probe_tick(void);
+const char *probe_core(void);
+void probe_core_free_inside(void);
+int64_t probe_countdown_in_new_thread(void);
+}
+
+static std::string ok(const char *failure) { return failure ? failure : ""; }
+
+TEST_CASE("a heap hands out distinct objects of its own blocks and gives every block back", "[heap]") {
+    for (size_t size : {16, 48, 256, 1008, 4096, 16352}) {
+        INFO(size << " B");
+        REQUIRE(ok(probe_heap_small(size, 3000)) == "");
+    }
+}
+
+TEST_CASE("a heap's medium object is one block of its own superblock, freed once", "[heap]") {
+    REQUIRE(ok(probe_heap_medium()) == "");
+}
+
+TEST_CASE("another heap's free reaches the owner through its remote list and the drain", "[heap][remote]") {
+    REQUIRE(ok(probe_remote_free()) == "");
+}
+
+TEST_CASE("start-up registers retention's decay tick with the heap, and a due tick runs it", "[heap][retention]") {
+    REQUIRE(ok(probe_tick()) == "");
+}
+
+TEST_CASE("core allocates as the bin would, frees, aligns, and calls the large-free hook", "[core]") {
+    REQUIRE(ok(probe_core()) == "");
+}
+
+TEST_CASE("core's free of an address inside an object aborts naming the operation", "[core]") {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        probe_core_free_inside();
+        _exit(0);
+    }
+    close(fds[1]);
+    std::string err;
+    char buf[256];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, size_t(n));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    INFO(err);
+    REQUIRE(WIFSIGNALED(status));
+    REQUIRE(WTERMSIG(status) == SIGABRT);
+    REQUIRE(err.find("probe_free(): invalid pointer") != std::string::npos);
+}
+
+TEST_CASE("a new thread's countdown starts where the registered function says", "[thread]") {
+    REQUIRE(probe_countdown_in_new_thread() == 1000000 - 16);
+}
