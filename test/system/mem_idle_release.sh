@@ -3,7 +3,7 @@
 # only on its own calls. After two decay delays (the default, 1 s) without a single call, at
 # most 10% of the peak stays resident; the reclaimer thread does it, also in a forked child;
 # a small program never gets one.
-source "$(dirname "$0")/../progs/alloc_sys_common.sh"
+source "$(dirname "$0")/../lib/common.sh"
 need_lib
 need_prog mem_idle
 need_prog alloc_gen_lines

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The shim together with libbobox.so, in either preload order and through bobox-run: threads
 # are pinned before their first malloc (the node contract with the allocator).
-source "$BOBOX_ROOT/test/pin/lib.sh"
+source "$(dirname "$0")/../lib/pin.sh"
 need "$PROGS/pin_threads" "$PROGS/pin_cxx"
 [ -e "$BUILD/libbobox.so" ] || skip "libbobox.so is not built"
 ALLOC=$BUILD/libbobox.so

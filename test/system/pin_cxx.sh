@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # C++ std::thread under the preload: thread k on CPU k of the plan.
-source "$BOBOX_ROOT/test/pin/lib.sh"
+source "$(dirname "$0")/../lib/pin.sh"
 need "$PROGS/pin_cxx"
 n=$((2 * NCPU + 1))
 want=$(plan_masks $((n + 1)))

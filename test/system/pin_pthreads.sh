@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # C pthreads under LD_PRELOAD=libbobox-pin.so: each thread on CPU k of the plan, wrapping around,
 # already there when its start routine begins; scatter, compact, a list, and a narrowed set.
-source "$BOBOX_ROOT/test/pin/lib.sh"
+source "$(dirname "$0")/../lib/pin.sh"
 need "$PROGS/pin_threads"
 n=$((2 * NCPU + 1))   # more threads than CPUs: the order wraps
 

@@ -1,18 +1,12 @@
-# Helpers for test/system/pin_*.sh (sourced, not a test itself).
-set -u
-BOBOX_ROOT=${BOBOX_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-BUILD=${BUILD:-$BOBOX_ROOT/build}
-PIN=$BUILD/libbobox-pin.so
-RUN=$BUILD/bobox-run
-PROGS=$BUILD/test/progs
+# pin.sh - sourced by test/system/pin_*.sh. On top of common.sh:
+#   FIX                   the topology fixtures (test/fixtures/topo)
+#   ALLOWED, NCPU         the CPUs this process may use, as a list, and how many
+#   plan_cpus, plan_masks what `bobox-run --plan` says
+#   check_pinned, check_unpinned, root_pid, value, in_list: reading pin_threads' lines
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 FIX=$BOBOX_ROOT/test/fixtures/topo
-TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 unset BOBOX_PIN BOBOX_PIN_SKIP BOBOX_PIN_VERBOSE BOBOX_PIN_DRYRUN BOBOX_FSROOT BOBOX_PIN_ALLOWED \
       BOBOX_PIN_OMP_PLACES OMP_PROC_BIND OMP_PLACES GOMP_CPU_AFFINITY KMP_AFFINITY LD_PRELOAD
-
-fail() { echo "FAIL: $*"; exit 1; }
-skip() { echo "skipped: $*"; exit 77; }
-need() { local f; for f; do [ -e "$f" ] || fail "missing $f (run make first)"; done; }
 need "$PIN" "$RUN"
 
 # The CPUs this process may use, as a list, and how many.
