@@ -10,10 +10,12 @@ want=$(plan_masks $((n + 1)))
 for preload in "$ALLOC:$PIN" "$PIN:$ALLOC"; do
     out=$(LD_PRELOAD=$preload "$PROGS/pin_threads" $n --malloc) || fail "pin_threads under $preload failed"
     check_pinned "$out" "$want"
+    check_order "$out" scatter
     out=$(LD_PRELOAD=$preload "$PROGS/pin_cxx" $n) || fail "pin_cxx under $preload failed"
     check_pinned "$out" "$want"
 done
 out=$("$RUN" -- "$PROGS/pin_threads" $n --malloc) || fail "bobox-run pin_threads failed"
 echo "$out"
 check_pinned "$out" "$want"
+check_order "$out" scatter
 echo "ok"

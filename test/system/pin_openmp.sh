@@ -10,6 +10,7 @@ want=$(plan_masks "$n")
 out=$(LD_PRELOAD=$PIN "$PROGS/pin_omp" "$n") || fail "pin_omp failed"
 echo "$out"
 check_pinned "$out" "$want"
+check_order "$out" scatter
 
 # OMP_PROC_BIND=false: nobody binds, every thread keeps the whole set
 out=$(OMP_PROC_BIND=false BOBOX_PIN_VERBOSE=1 LD_PRELOAD=$PIN "$PROGS/pin_omp" "$n" 2>"$TMP/err") || fail "pin_omp failed"

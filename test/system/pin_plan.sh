@@ -29,6 +29,21 @@ check hexmask-old scatter "$(zip "$(seq_list 0 9)" "$(seq_list 10 19)") $(zip "$
 check hexmask-old compact "$(seq_list 0 39)"
 check 2s8c-ht "17,3,30-31" "17 3 30 31"
 
+# The order computed from sysfs by test/lib/pin.sh (what check_order holds the real threads to)
+# and plan.c's agree on every fixture, hybrid aside (expected_order does not model P-cores).
+for fx in "$FIX"/*/; do
+    fx=$(basename "$fx")
+    [ "$fx" = hybrid ] && continue
+    for policy in scatter compact; do
+        want=$(expected_order $policy "$FIX/$fx")
+        n=$(BOBOX_FSROOT=$FIX/$fx "$RUN" --plan 1 | sed -nE '1s/.*: ([0-9]+) CPUs allowed.*/\1/p')
+        [ "$(wc -w <<<"$want")" = "$n" ] || fail "$fx: $n CPUs allowed, the order computed from sysfs has '$want'"
+        got=$(BOBOX_FSROOT=$FIX/$fx plan_cpus "$n" --pin=$policy)
+        [ "$got" = "$want" ] || fail "$fx $policy: bobox-run --plan '$got', computed from sysfs '$want'"
+    done
+done
+echo "orders computed from sysfs agree with the plan on every fixture"
+
 # the table: header, columns and the core/package/node of a row
 out=$(BOBOX_FSROOT=$FIX/2s8c-ht "$RUN" --plan 3)
 echo "$out"
