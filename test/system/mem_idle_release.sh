@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: a process idle after a spike keeping its peak, because caches are given back
 # only on its own calls. After two decay delays (the default, 1 s) without a single call, at
-# most 3% of the 1.8 GB peak stays resident (20-43 MB measured: the idle thread's bins keep
+# most 3% of the 1.8 GB peak stays resident (30-43 MB measured: the idle thread's bins keep
 # blocks in two to four 10 MB superblocks); the reclaimer thread does it, also in a forked
 # child; it blocks every signal a program can handle; a small program never gets one.
 source "$(dirname "$0")/../lib/common.sh"
