@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <thread>
@@ -702,17 +703,26 @@ TEST_CASE("malloc_trim gives freed memory back to the OS and says so", "[api][tr
     for (void *p : large) memset(p, 1, 4 * MB);
     for (size_t i = 0; i < 320; i++) memset(rest[i], 2, 100000);
     for (size_t i = 320; i < rest.size(); i++) memset(rest[i], 3, 1000);
+    size_t mapped_peak = mapped(), rss_peak = rss_bytes();
+    auto start = std::chrono::steady_clock::now();
     // Large ones first: checked mode's quarantine keeps the last 32 MB freed.
     for (void *p : large) a_free(p);
     for (void *p : rest) a_free(p);
     size_t mapped_before = mapped(), rss_before = rss_bytes();
     int r = a_malloc_trim(0);
     size_t mapped_after = mapped(), rss_after = rss_bytes();
-    INFO("mapped " << mapped_before / 1024 << " KB -> " << mapped_after / 1024 << " KB, RSS " << rss_before / 1024
-                   << " KB -> " << rss_after / 1024 << " KB");
+    auto took = std::chrono::steady_clock::now() - start;
+    INFO("mapped " << mapped_peak / 1024 << " KB live, " << mapped_before / 1024 << " KB freed, " << mapped_after / 1024
+                   << " KB trimmed; RSS " << rss_peak / 1024 << ", " << rss_before / 1024 << ", " << rss_after / 1024
+                   << " KB");
     REQUIRE(r == 1);
-    REQUIRE(mapped_after + 64 * MB <= mapped_before);
-    REQUIRE(rss_after + 64 * MB <= rss_before);
+    REQUIRE(mapped_after + 64 * MB <= mapped_peak);
+    REQUIRE(rss_after + 64 * MB <= rss_peak);
+    // Unless a stall let the decay (1 s) give it back first, the trim itself did.
+    if (took < std::chrono::milliseconds(500)) {
+        REQUIRE(mapped_after + 64 * MB <= mapped_before);
+        REQUIRE(rss_after + 64 * MB <= rss_before);
+    }
     REQUIRE(a_malloc_trim(0) == 0); // nothing left to give back
 }
 
