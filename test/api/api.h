@@ -184,6 +184,15 @@ static inline bool aligned_to(const void *p, size_t al) {
     return (reinterpret_cast<uintptr_t>(p) & (al - 1)) == 0;
 }
 static inline size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
+// Resident set size of the process, in bytes (0 when /proc is unreadable).
+static inline size_t rss_bytes() {
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return 0;
+    unsigned long size = 0, rss = 0;
+    if (fscanf(f, "%lu %lu", &size, &rss) != 2) rss = 0;
+    fclose(f);
+    return rss * page_size();
+}
 
 // Small deterministic PRNG (xorshift64*).
 struct Rng {

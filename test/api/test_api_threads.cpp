@@ -42,15 +42,6 @@ size_t mixed_size(Rng &r) {
     return kMediumMax + 1 + r.below(MB);                   // large
 }
 
-size_t rss_bytes() {
-    FILE *f = fopen("/proc/self/statm", "r");
-    if (!f) return 0;
-    unsigned long size = 0, rss = 0;
-    if (fscanf(f, "%lu %lu", &size, &rss) != 2) rss = 0;
-    fclose(f);
-    return rss * page_size();
-}
-
 } // namespace
 
 // ---------------------------------------------------------------------------------------------

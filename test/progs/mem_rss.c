@@ -1,6 +1,7 @@
 // 1 GB in mixed sizes from several threads, all freed (much of it by other threads): RSS must
-// fall below 25% of the peak within the decay delay plus one further malloc, and at once
-// after malloc_trim(0). Run under LD_PRELOAD=libbobox.so with BOBOX_DECAY_MS set.
+// fall to at most 2% of the peak two decay delays later plus one further malloc, and to at
+// most 1% at once after malloc_trim(0). Measured here: 6-13 MB and 5.5-6 MB of 1,063 MB.
+// Run under LD_PRELOAD=libbobox.so with BOBOX_DECAY_MS set.
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -8,6 +9,9 @@
 
 #define THREADS 4
 #define TOTAL (1024L << 20)
+// What the README states, in percent of the peak.
+#define DECAY_MAX_PCT 2
+#define TRIM_MAX_PCT 1
 
 static void **objs[THREADS];
 static size_t counts[THREADS];
@@ -55,9 +59,13 @@ static void round_trip(const char *how) {
     long peak = peak_rss_kb();
     CHECK(peak > 900 * 1024, "peak %ld KB: the workload did not make 1 GB resident", peak);
     long after_free = rss_kb();
+    long max_pct = TRIM_MAX_PCT;
     if (!strcmp(how, "decay")) {
+        // The memory goes back 1.4-1.8 delays after the frees here (the reclaimer's passes
+        // bring superblocks to the node's cache, where they wait a whole delay): wait two.
         long decay = env_long("BOBOX_DECAY_MS", 1000);
-        usleep((useconds_t)(decay + 200) * 1000);
+        max_pct = DECAY_MAX_PCT;
+        usleep((useconds_t)(2 * decay + 200) * 1000);
         one_further_malloc();
         if (getenv("MEM_RSS_DEBUG")) malloc_stats();
     } else {
@@ -66,7 +74,7 @@ static void round_trip(const char *how) {
     long now = rss_kb();
     printf("%s: peak %ld KB, right after free %ld KB, now %ld KB (%.1f%% of peak)\n", how, peak, after_free, now,
            100.0 * now / peak);
-    CHECK(now * 4 < peak, "RSS %ld KB is not below 25%% of the peak %ld KB", now, peak);
+    CHECK(now * 100 <= peak * max_pct, "RSS %ld KB is above %ld%% of the peak %ld KB", now, max_pct, peak);
 }
 
 int main(int argc, char **argv) {

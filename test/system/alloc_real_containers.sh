@@ -2,7 +2,7 @@
 # Real program: build/test/progs/alloc_containers (maps, vectors, strings, shared_ptrs passed
 # between std::threads) prints the same checksum with and without LD_PRELOAD=libbobox.so,
 # and with the preload its std containers are allocated by bobox.
-source "$(dirname "$0")/../progs/alloc_sys_common.sh"
+source "$(dirname "$0")/../lib/common.sh"
 need_lib
 need_prog alloc_containers
 P=$PROGS/alloc_containers

@@ -2,7 +2,7 @@
 # Real program: GNU sort of a generated 200 MB file under LD_PRELOAD=libbobox.so gives the same
 # sha256 as without it: whole-line sort, a keyed/numeric sort, and an external sort with a small
 # buffer and 4 threads (temporary files and merges).
-source "$(dirname "$0")/../progs/alloc_sys_common.sh"
+source "$(dirname "$0")/../lib/common.sh"
 need_lib
 need_prog alloc_gen_lines
 SIZE=${ALLOC_SORT_BYTES:-200000000}

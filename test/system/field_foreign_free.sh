@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: silent corruption when free()/realloc() get a pointer from glibc's own malloc.
 # We abort with a message naming the call and the pointer (docs/limits.md says why).
-source "$(dirname "$0")/../progs/field_common.sh"
+source "$(dirname "$0")/../lib/field.sh"
 need_lib; need_prog field_foreign_free
 prog=$PROGS/field_foreign_free
 for mode in free realloc glibc libc; do run_plain "$TMP/$mode.plain.out" "$TMP/$mode.plain.err" "$prog" "$mode"; done

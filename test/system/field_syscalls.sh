@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Guards against: a system call we make that docs/syscalls.md does not list, or an unusual one at start-up.
-source "$(dirname "$0")/../progs/field_common.sh"
+source "$(dirname "$0")/../lib/field.sh"
 need_lib; need_cmd strace cc
 DOC=$BOBOX_ROOT/docs/syscalls.md
 [ -f "$DOC" ] || fail "$DOC is missing"

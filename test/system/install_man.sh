@@ -4,9 +4,9 @@
 # settings tables word for word, its safety table and pinning section; bobox-run(1) every
 # option of `bobox-run --help`; each bobox_ function of include/bobox.h has a page with its
 # prototype.
-source "$BOBOX_ROOT/test/install/lib.sh"
-need_tool man man-db
-need_tool python3 python3
+source "$(dirname "$0")/../lib/install.sh"
+need_cmd man
+need_cmd python3
 mandir=$TMP/dest/usr/local/share/man
 install_into DESTDIR="$TMP/dest" PREFIX=/usr/local
 export MAN_DISABLE_SECCOMP=1 MANWIDTH=2000 MANROFFOPT=-rHY=0 LC_ALL=C.UTF-8  # no wrapping, no hyphens

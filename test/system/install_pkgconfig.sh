@@ -3,8 +3,8 @@
 # -lbobox (libbobox.so) makes the program's malloc, libc's internal calls and C++ new bobox's;
 # the archive named by bobox.pc's `archive` variable gives only the bobox_ names, beside glibc's
 # malloc. The installed bobox-run preloads the installed libraries.
-source "$BOBOX_ROOT/test/install/lib.sh"
-need_tool pkg-config pkg-config
+source "$(dirname "$0")/../lib/install.sh"
+need_cmd pkg-config
 prefix=$TMP/prefix
 install_into PREFIX="$prefix"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig

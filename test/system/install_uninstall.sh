@@ -3,8 +3,8 @@
 # bobox.pc, every man page); a second install over it changes nothing; make uninstall with the
 # same variables removes exactly those and leaves files of others in the same directories;
 # without them the staging tree is empty again. MANDIR moves the man pages.
-source "$BOBOX_ROOT/test/install/lib.sh"
-need_tool python3 python3
+source "$(dirname "$0")/../lib/install.sh"
+need_cmd python3
 dest=$TMP/dest
 listing() { (cd "$dest" && find . \( -type f -o -type l \) | sort); }
 expected() {

@@ -2,11 +2,16 @@
 # free's flat map: reserved and nearly free of memory without an address-space limit; absent
 # under one (ulimit -v), where every free takes the two-level map: small objects, and the
 # whole API suite (invalid and double frees included), still behave.
-set -euo pipefail
-BUILD=${BUILD:-build}
-LD_PRELOAD=$BUILD/libbobox.so "$BUILD/test/progs/mem_flat_map" reserved
+source "$(dirname "$0")/../lib/common.sh"
+need_lib
+need_prog mem_flat_map
+need "$BUILD/test/preload_api"
+LD_PRELOAD=$SO "$PROGS/mem_flat_map" reserved || fail "mem_flat_map reserved exited with $?"
 (
     ulimit -v 16000000
-    LD_PRELOAD=$BUILD/libbobox.so "$BUILD/test/progs/mem_flat_map" absent
-    LD_PRELOAD=$BUILD/libbobox.so "$BUILD/test/preload_api" >/dev/null
-)
+    LD_PRELOAD=$SO "$PROGS/mem_flat_map" absent || fail "mem_flat_map absent exited with $?"
+    # the suite's report goes to a file: on a failure, the failed case is shown
+    LD_PRELOAD=$SO "$BUILD/test/preload_api" >"$TMP/api.log" ||
+        { grep -B5 -A20 FAILED "$TMP/api.log" | head -60; tail -5 "$TMP/api.log"; fail "preload_api under ulimit -v failed"; }
+) || exit 1
+echo PASS

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
 # Allocator settings: BOBOX_STATS and BOBOX_VERBOSE report what they promise; a bad value is
 # reported once on stderr and the default is used; the program's output is unchanged.
-set -euo pipefail
-BUILD=${BUILD:-build}
-LIB=$BUILD/libbobox.so
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../lib/common.sh"
+set -eo pipefail
+LIB=$SO
 run() { env "$@" LD_PRELOAD=$LIB sh -c 'seq 1 20000 | sort -n | tail -1' ; }
 
-out=$(run BOBOX_STATS=1 2>/tmp/bobox-settings.$$)
-err=$(cat /tmp/bobox-settings.$$); rm -f /tmp/bobox-settings.$$
+out=$(run BOBOX_STATS=1 2>"$TMP/stats.err")
+err=$(cat "$TMP/stats.err")
 [ "$out" = 20000 ] || fail "output changed under BOBOX_STATS=1: $out"
 for want in "allocations: small" "remote frees" "mapped" "peak" "given back to the OS" \
             "node 0: superblocks in use" "cached" "large cache" "heaps live"; do

@@ -5,12 +5,11 @@
 #   never:  every mapping MADV_NOHUGEPAGE     always: every mapping MADV_HUGEPAGE, and backed
 #   system: no advice                          by huge pages when the kernel has them
 # A bad value is reported once and auto is used. Skipped on kernels without THP.
-set -euo pipefail
-BUILD=${BUILD:-build}
-LIB=$BUILD/libbobox.so PROG=$BUILD/test/progs/mem_thp
-fail() { echo "FAIL: $*"; exit 1; }
+source "$(dirname "$0")/../lib/common.sh"
+set -eo pipefail
+LIB=$SO PROG=$PROGS/mem_thp
 THP=/sys/kernel/mm/transparent_hugepage/enabled
-[ -r $THP ] || { echo "SKIP: kernel without transparent huge pages"; exit 77; }
+[ -r $THP ] || skip "kernel without transparent huge pages"
 echo "system setting: $(cat $THP)"
 
 run() { env "$@" LD_PRELOAD=$LIB "$PROG"; }
@@ -43,8 +42,8 @@ else
     fail "always: no huge page and no fallback: $out"
 fi
 
-err=$(env BOBOX_THP=sometimes BOBOX_VERBOSE=1 LD_PRELOAD=$LIB "$PROG" 2>&1 >/tmp/bobox-thp.$$)
-out=$(cat /tmp/bobox-thp.$$); rm -f /tmp/bobox-thp.$$
+err=$(env BOBOX_THP=sometimes BOBOX_VERBOSE=1 LD_PRELOAD=$LIB "$PROG" 2>&1 >"$TMP/thp.out")
+out=$(cat "$TMP/thp.out")
 [ "$(grep -c 'ignoring BOBOX_THP=sometimes' <<<"$err")" = 1 ] || fail "bad BOBOX_THP not reported once: $err"
 grep -q "BOBOX_THP=auto" <<<"$err" || fail "auto not in force after a bad BOBOX_THP: $err"
 expect bad-value "$out" small nh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The shim together with libbobox.so, in either preload order and through bobox-run: threads
 # are pinned before their first malloc (the node contract with the allocator).
-source "$BOBOX_ROOT/test/pin/lib.sh"
+source "$(dirname "$0")/../lib/pin.sh"
 need "$PROGS/pin_threads" "$PROGS/pin_cxx"
 [ -e "$BUILD/libbobox.so" ] || skip "libbobox.so is not built"
 ALLOC=$BUILD/libbobox.so
@@ -10,10 +10,12 @@ want=$(plan_masks $((n + 1)))
 for preload in "$ALLOC:$PIN" "$PIN:$ALLOC"; do
     out=$(LD_PRELOAD=$preload "$PROGS/pin_threads" $n --malloc) || fail "pin_threads under $preload failed"
     check_pinned "$out" "$want"
+    check_order "$out" scatter
     out=$(LD_PRELOAD=$preload "$PROGS/pin_cxx" $n) || fail "pin_cxx under $preload failed"
     check_pinned "$out" "$want"
 done
 out=$("$RUN" -- "$PROGS/pin_threads" $n --malloc) || fail "bobox-run pin_threads failed"
 echo "$out"
 check_pinned "$out" "$want"
+check_order "$out" scatter
 echo "ok"

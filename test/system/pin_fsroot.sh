@@ -2,7 +2,7 @@
 # The shim reading a saved tree (BOBOX_FSROOT): the dry-run report follows the fixture's plan
 # with its core ids, packages and nodes; binding CPUs this machine lacks is reported once and
 # the program runs on.
-source "$BOBOX_ROOT/test/pin/lib.sh"
+source "$(dirname "$0")/../lib/pin.sh"
 need "$PROGS/pin_threads"
 P=$PROGS/pin_threads
 

@@ -2,7 +2,7 @@
 # OpenMP (libgomp) under the preload: OpenMP thread k on CPU k of the plan. With OMP_PROC_BIND
 # set, the runtime's choice stands and the shim pins nothing. bobox-run sets OMP_PLACES to the
 # plan, and OpenMP binds its team to it.
-source "$BOBOX_ROOT/test/pin/lib.sh"
+source "$(dirname "$0")/../lib/pin.sh"
 need "$PROGS/pin_omp"
 n=$((2 * NCPU + 1))
 
@@ -10,6 +10,7 @@ want=$(plan_masks "$n")
 out=$(LD_PRELOAD=$PIN "$PROGS/pin_omp" "$n") || fail "pin_omp failed"
 echo "$out"
 check_pinned "$out" "$want"
+check_order "$out" scatter
 
 # OMP_PROC_BIND=false: nobody binds, every thread keeps the whole set
 out=$(OMP_PROC_BIND=false BOBOX_PIN_VERBOSE=1 LD_PRELOAD=$PIN "$PROGS/pin_omp" "$n" 2>"$TMP/err") || fail "pin_omp failed"

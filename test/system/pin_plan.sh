@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bobox-run --plan N on every fixture (BOBOX_FSROOT): scatter and compact for N and 2N threads;
 # --help, bad options.
-source "$BOBOX_ROOT/test/pin/lib.sh"
+source "$(dirname "$0")/../lib/pin.sh"
 
 seq_list() { seq -s ' ' "$1" "$2"; }
 zip() { local -a a=($1) b=($2); local i; for i in "${!a[@]}"; do printf '%s %s ' "${a[$i]}" "${b[$i]}"; done; }
@@ -28,6 +28,21 @@ check offline compact "0 2 4 7 1 5"
 check hexmask-old scatter "$(zip "$(seq_list 0 9)" "$(seq_list 10 19)") $(zip "$(seq_list 20 29)" "$(seq_list 30 39)")"
 check hexmask-old compact "$(seq_list 0 39)"
 check 2s8c-ht "17,3,30-31" "17 3 30 31"
+
+# The order computed from sysfs by test/lib/pin.sh (what check_order holds the real threads to)
+# and plan.c's agree on every fixture, hybrid aside (expected_order does not model P-cores).
+for fx in "$FIX"/*/; do
+    fx=$(basename "$fx")
+    [ "$fx" = hybrid ] && continue
+    for policy in scatter compact; do
+        want=$(expected_order $policy "$FIX/$fx")
+        n=$(BOBOX_FSROOT=$FIX/$fx "$RUN" --plan 1 | sed -nE '1s/.*: ([0-9]+) CPUs allowed.*/\1/p')
+        [ "$(wc -w <<<"$want")" = "$n" ] || fail "$fx: $n CPUs allowed, the order computed from sysfs has '$want'"
+        got=$(BOBOX_FSROOT=$FIX/$fx plan_cpus "$n" --pin=$policy)
+        [ "$got" = "$want" ] || fail "$fx $policy: bobox-run --plan '$got', computed from sysfs '$want'"
+    done
+done
+echo "orders computed from sysfs agree with the plan on every fixture"
 
 # the table: header, columns and the core/package/node of a row
 out=$(BOBOX_FSROOT=$FIX/2s8c-ht "$RUN" --plan 3)

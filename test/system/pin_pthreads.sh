@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # C pthreads under LD_PRELOAD=libbobox-pin.so: each thread on CPU k of the plan, wrapping around,
 # already there when its start routine begins; scatter, compact, a list, and a narrowed set.
-source "$BOBOX_ROOT/test/pin/lib.sh"
+# The order is bobox-run --plan's, and one round of it the order computed from /sys here.
+source "$(dirname "$0")/../lib/pin.sh"
 need "$PROGS/pin_threads"
 n=$((2 * NCPU + 1))   # more threads than CPUs: the order wraps
 
@@ -10,6 +11,7 @@ for policy in scatter compact; do
     out=$(BOBOX_PIN=$policy LD_PRELOAD=$PIN "$PROGS/pin_threads" $n) || fail "pin_threads failed"
     echo "$out"
     check_pinned "$out" "$want"
+    check_order "$out" $policy
 done
 
 # the threads of one round cover every allowed CPU once

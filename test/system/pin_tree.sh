@@ -7,7 +7,7 @@
 # signal is reclaimed by the survivors; an exec'd process reuses the tree's order rather than
 # reading the topology; a tree's file in /dev/shm goes with its last process, or, after a
 # kill, with the next tree started.
-source "$BOBOX_ROOT/test/pin/lib.sh"
+source "$(dirname "$0")/../lib/pin.sh"
 need "$PROGS/pin_procs"
 [ "$NCPU" -ge 2 ] || skip "one CPU: every process runs on it"
 P=$PROGS/pin_procs
@@ -93,9 +93,12 @@ fi
 
 left=$(comm -13 <(echo "$before") <(trees))
 [ -z "$left" ] || fail "a tree's file was left in /dev/shm: $left"
-LD_PRELOAD=$PIN bash -c 'echo $$ >'"$TMP/killed"'; sleep 5 & kill -9 $!; kill -9 $$' 2>/dev/null
+LD_PRELOAD=$PIN bash -c 'echo $$ >'"$TMP/killed"'; sleep 5 & echo $! >'"$TMP/sleeper"'; kill -9 $!; kill -9 $$' 2>/dev/null
 killed="bobox-pin.$(cat "$TMP/killed")."
 trees | grep -q "^$killed" || fail "the killed tree should have left its file (the check below would prove nothing)"
+# The orphaned sleep stays a zombie until init reaps it, and a zombie still answers kill(pid, 0):
+# the tree is dead only once init has reaped it, which can take a moment.
+for _ in $(seq 100); do [ -e "/proc/$(cat "$TMP/sleeper")" ] || break; sleep 0.1; done
 LD_PRELOAD=$PIN /bin/true || fail "true failed"
 ! trees | grep -q "^$killed" || fail "the next tree did not remove the file of the killed one"
 echo "ok"

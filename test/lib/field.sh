@@ -1,22 +1,13 @@
-# field_common.sh - sourced by test/system/field_*.sh, the field compatibility suite: programs
-# and tools that break preloaded allocators elsewhere. On top of alloc_sys_common.sh:
-#   RUN                        build/bobox-run
-#   skip WHY                   exit 77 with a message (only for an optional tool)
-#   need_cmd CMD...            fail when a required command is missing (scripts/deps.sh installs it)
+# field.sh - sourced by test/system/field_*.sh, the field compatibility suite: programs and
+# tools that break preloaded allocators elsewhere. On top of common.sh:
 #   compare_preload NAME CMD...    CMD's output without and with LD_PRELOAD=$SO must be the same,
 #                                  and nothing on stderr under the preload that plain did not print
 #   compare_run NAME CMD...    the same under bobox-run (allocator + pinning) against plain
 #   build_c OUT SRC [cc args...]   compile a helper with the project's warnings
-source "$(dirname "${BASH_SOURCE[0]}")/alloc_sys_common.sh"
-RUN=$BUILD/bobox-run
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 FIELD_SRC=$BOBOX_ROOT/test/progs/field
 unset LD_PRELOAD BOBOX_PIN BOBOX_STATS BOBOX_VERBOSE BOBOX_CHECK
 
-skip() { echo "skipped: $*"; exit 77; }
-need_cmd() {
-    local c
-    for c; do command -v "$c" >/dev/null || fail "$c is missing (scripts/deps.sh installs it)"; done
-}
 build_c() { # out src [args...]
     local out=$1 src=$2; shift 2
     cc -std=gnu11 -Wall -Wextra -Werror -O1 -g -pthread -o "$out" "$src" "$@" || fail "building $(basename "$src")"
