@@ -60,12 +60,12 @@ $(LIBBOBOX_DIST_A): $(A_OBJS)
 	ar rcs $@ $(BUILD)/dist/bobox.o
 
 # The size-class tables are constants generated from their growth rules.
-allocator/small/sizeclass_tables.h: scripts/gen-sizeclass.py
+allocator/small/sizeclass_tables.h: scripts/gen/gen-sizeclass.py
 	python3 $< $@
 
 # No include or call goes up a layer (allocator/layers.txt); the README's layout table matches.
 layers: $(SO_OBJS)
-	@scripts/check-layers.sh $(BUILD)/so
+	@scripts/test/check-layers.sh $(BUILD)/so
 
 # Both trees follow .clang-format.
 format:
@@ -119,9 +119,9 @@ deps:
 
 test: deps
 	$(MAKE) test-bins
-	@scripts/run-tests.sh
+	@scripts/test/run-tests.sh
 
-# Everything the tests run, without running them (then TEST_FILTER=... scripts/run-tests.sh).
+# Everything the tests run, without running them (then TEST_FILTER=... scripts/test/run-tests.sh).
 test-bins: all $(TEST_BINS)
 
 # ---- install -----------------------------------------------------------------------------
@@ -133,7 +133,7 @@ VERSION := 0.1.0
 MANDIR ?= $(PREFIX)/share/man
 DEST := $(DESTDIR)$(PREFIX)
 # The man pages, generated from README.md, docs/api.md, include/bobox.h and bobox-run --help.
-MAN_PAGES = $(shell python3 scripts/gen-man.py --list)
+MAN_PAGES = $(shell python3 scripts/gen/gen-man.py --list)
 INSTALLED_FILES = $(addprefix $(DEST)/lib/,$(notdir $(LIBBOBOX_SO) $(INSTALL_LIBS) $(LIBBOBOX_A)) pkgconfig/bobox.pc) \
                   $(DEST)/include/bobox.h $(addprefix $(DEST)/bin/,$(notdir $(INSTALL_BINS))) \
                   $(addprefix $(DESTDIR)$(MANDIR)/,$(MAN_PAGES))
@@ -144,7 +144,7 @@ INSTALLED_DIRS = $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(M
 man: all
 	@rm -rf $(BUILD)/man && mkdir -p $(BUILD)/man
 	$(BUILD)/bobox-run --help >$(BUILD)/man/bobox-run.help
-	python3 scripts/gen-man.py --out $(BUILD)/man --help-text $(BUILD)/man/bobox-run.help \
+	python3 scripts/gen/gen-man.py --out $(BUILD)/man --help-text $(BUILD)/man/bobox-run.help \
 		--prefix $(PREFIX) --version $(VERSION)
 
 install: all man

@@ -1,5 +1,5 @@
 # Benchmark workloads (issue 5). Included by the top-level Makefile.
-# build/bench/NAME for each bench/NAME.c; `make bench` / `make bench-full` run scripts/bench.sh.
+# build/bench/NAME for each bench/NAME.c; `make bench` / `make bench-full` run scripts/bench/bench.sh.
 BENCH_DIR    := $(BUILD)/bench
 BENCH_NAMES  := server prodcons batches falseshare mixed pipeline mergesort paging realloc \
                 handoff powerlaw tightloop fifo fastpath gendata bench-run
@@ -36,7 +36,7 @@ $(BENCH_DIR)/%: bench/%.c bench/common.h bench/bench.mk
 
 
 bench: all bench-bins
-	scripts/bench.sh
+	scripts/bench/bench.sh
 
 bench-full: all bench-bins
-	scripts/bench.sh --full
+	scripts/bench/bench.sh --full

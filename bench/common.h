@@ -1,7 +1,7 @@
 /* Shared helpers for the bobox-malloc benchmark workloads.
  * Every workload: NAME [threads] [scale]; prints one line
  *   RESULT workload=W threads=T scale=S secs=X throughput=Y unit=U ops=N [extra=...]
- * (N: the work units counted in Y, e.g. for scripts/bench-instr.sh's instructions per op)
+ * (N: the work units counted in Y, e.g. for scripts/bench/bench-instr.sh's instructions per op)
  * scale 1.0 is the full size (make bench-full); bench.sh passes smaller scales. */
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H

@@ -1,4 +1,4 @@
-/* Hot-path probe for scripts/fastpath.sh: PAIRS malloc+free pairs of one size, single thread.
+/* Hot-path probe for scripts/bench/fastpath.sh: PAIRS malloc+free pairs of one size, single thread.
  * Usage: fastpath SIZE PAIRS [lifo|fifo]. Callgrind counts instructions inside pair*() only
  * (--toggle-collect=pair*); fastpath.sh runs PAIRS and 2*PAIRS and divides the difference by
  * PAIRS, so start-up and first-touch costs cancel out. LIVE objects of the same size stay

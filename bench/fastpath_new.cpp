@@ -1,4 +1,4 @@
-// Hot-path probe for scripts/fastpath.sh, C++ form: the same as fastpath.c with
+// Hot-path probe for scripts/bench/fastpath.sh, C++ form: the same as fastpath.c with
 // `::operator new(size)` and the sized `::operator delete(p, size)` that compilers emit for
 // `delete obj` since C++14. Usage: fastpath_new SIZE PAIRS.
 #include <cstdio>

@@ -11,7 +11,7 @@ set -euo pipefail
 # The field suite (test/system/field_*.sh) runs tools and runtimes stacked with the preload:
 # sotruss (libc-devtools), libseccomp-dev, faketime, fakeroot, heaptrack, valgrind, man-db,
 # openjdk-17-jdk-headless, python3-numpy, ruby, nodejs (Debian's /usr/bin/node).
-# qemu-system-x86, busybox-static, cpio, xz-utils: the VM tests (scripts/test-vm.sh) boot a
+# qemu-system-x86, busybox-static, cpio, xz-utils: the VM tests (scripts/test/test-vm.sh) boot a
 # busybox initramfs; xz is one of the real programs run in the guest.
 # google-perftools (google-pprof) reads the heap profiles; python3-jsonschema checks the JSON
 # statistics against docs/stats.schema.json (test/system/prof_*.sh, stats_json.sh).

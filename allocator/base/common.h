@@ -27,7 +27,7 @@
 #define BX_BLOCK_SHIFT 16
 #define BX_BLOCK_SIZE ((size_t)1 << BX_BLOCK_SHIFT)
 #define BX_BLOCK_MASK (BX_BLOCK_SIZE - 1)
-/* Largest small object: four fit in a block (scripts/gen-sizeclass.py makes the tables for it). */
+/* Largest small object: four fit in a block (scripts/gen/gen-sizeclass.py makes the tables for it). */
 #define BX_SMALL_MAX ((size_t)16352)
 #define BX_MIN_OBJECT 16
 #define BX_ALIGNMENT 16

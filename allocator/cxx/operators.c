@@ -2,7 +2,7 @@
  * library.
  *
  * The same fast paths as malloc's and free's: libstdc++'s would call them one level deeper,
- * 84 instructions per new + sized delete pair against 66 (scripts/fastpath.sh). Out of
+ * 84 instructions per new + sized delete pair against 66 (scripts/bench/fastpath.sh). Out of
  * memory, new hands the request to the C++ runtime's own definition of the form, which
  * retries, runs the program's new-handler and throws std::bad_alloc: C cannot throw. */
 #define _GNU_SOURCE

@@ -1,7 +1,7 @@
 /* sizeclass.h - the bins (DESIGN §2): request size -> bin in O(1) by table lookup.
  *   small:  16 B steps growing by 1.07^i, up to BX_SMALL_MAX (objects of 64 KB blocks)
  *   medium: 512 B steps growing by 1.2^i, up to 510 KB (blocks of 10 MB superblocks)
- * The tables are constants (sizeclass_tables.h, made by scripts/gen-sizeclass.py). */
+ * The tables are constants (sizeclass_tables.h, made by scripts/gen/gen-sizeclass.py). */
 #ifndef BX_SIZECLASS_H
 #define BX_SIZECLASS_H
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The postgres workload of scripts/bench.sh: a PostgreSQL server under the allocator named by
+# The postgres workload of scripts/bench/bench.sh: a PostgreSQL server under the allocator named by
 # LD_PRELOAD (the server only: pgbench, the client, runs without it) serving 4 clients a mix
 # of pgbench's TPC-B-like transactions (5 in 6) and reports (1 in 6: grouped sorts, string
 # and jsonb aggregates over a 100k-row table), on a fresh copy of a template cluster.

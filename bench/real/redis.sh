@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The redis workload of scripts/bench.sh: Debian's redis-server under the allocator named by
+# The redis workload of scripts/bench/bench.sh: Debian's redis-server under the allocator named by
 # LD_PRELOAD (the server only: redis-benchmark, the client, runs without it), on 127.0.0.1 at
 # a free port, no persistence, driven by `redis-benchmark -P 16 -c 50` with TESTS (SET, GET,
 # LPUSH, LRANGE_100) of N requests each over 100,000 random keys. The server runs as a child
@@ -33,7 +33,7 @@ trap cleanup EXIT
 # (the server exits and the script fails rather than measuring someone else's server).
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') \
     || die "no free port found"
-# BENCH_SERVER_PREFIX: words run before the server, e.g. valgrind (scripts/bench-instr.sh).
+# BENCH_SERVER_PREFIX: words run before the server, e.g. valgrind (scripts/bench/bench-instr.sh).
 env ${PRELOAD:+LD_PRELOAD="$PRELOAD"} ${BENCH_SERVER_PREFIX:-} redis-server --bind 127.0.0.1 --port "$port" --save '' \
     --appendonly no --daemonize no --dir "$dir" --logfile "$dir/redis.log" --protected-mode yes &
 srv=$!

@@ -8,4 +8,4 @@ install_into() {
     make -C "$BOBOX_ROOT" --no-print-directory install "$@" >"$TMP/make.log" 2>&1 ||
         { tail -20 "$TMP/make.log"; fail "make install $* failed"; }
 }
-man_pages() { python3 "$BOBOX_ROOT/scripts/gen-man.py" --list; }
+man_pages() { python3 "$BOBOX_ROOT/scripts/gen/gen-man.py" --list; }

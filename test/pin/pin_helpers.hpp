@@ -14,7 +14,7 @@
 #define BOBOX_FIXTURES "test/fixtures/topo"
 #endif
 
-// BOBOX_ROOT (set by scripts/run-tests.sh) wins over the tree the binary was built in.
+// BOBOX_ROOT (set by scripts/test/run-tests.sh) wins over the tree the binary was built in.
 inline std::string fixture(const std::string &name)
 {
     const char *root = getenv("BOBOX_ROOT");

@@ -44,7 +44,7 @@ TEST_CASE("medium bins: round trip, 512-byte multiples, 20% apart: waste under 1
     REQUIRE(BX_SUPERBLOCK_SIZE - 20 * BX_MEDIUM_MAX >= 4096);
 }
 
-// The tables are constants (scripts/gen-sizeclass.py); the rule, restated: each size is
+// The tables are constants (scripts/gen/gen-sizeclass.py); the rule, restated: each size is
 // max(previous + grain, previous * growth rounded down to the grain), up to the limit.
 static std::vector<uint32_t> by_rule(uint32_t first, uint32_t grain, uint32_t limit, uint32_t growth_percent) {
     std::vector<uint32_t> sizes;

@@ -8,6 +8,6 @@ $(BUILD)/test/vm/%: test/vm/%.c test/vm/vm_sys.h
 .PHONY: test-vm
 test-vm: deps
 	$(MAKE) all $(VM_PROGS) $(BUILD)/test/progs/pin_threads $(BUILD)/test/unit_stress $(BUILD)/test/preload_stress
-	@scripts/test-vm.sh
+	@scripts/test/test-vm.sh
 
 TEST_BINS += $(VM_PROGS)

@@ -1,4 +1,4 @@
-# Called by scripts/bench-report.py:
+# Called by scripts/bench/bench-report.py:
 #   gnuplot -e "datafile='..'; outfile='..'; ncols=N; colors='#rrggbb ..'" plot-bench.gp
 # The data file holds two blocks (time, peak RSS), each a row per workload and a column per
 # allocator, already divided by mimalloc's median.

@@ -8,12 +8,12 @@
 # at the same two scales (the same difference; counts, not times, so stable on a shared machine).
 # With --annotate, also prints the functions of the first allocator that take the most
 # instructions per op (self cost, from callgrind_annotate of both runs, the same difference).
-# Usage: scripts/bench-instr.sh [--alloc A[,A..]] [--only W[,W..]] [--annotate] [--out FILE.csv]
+# Usage: scripts/bench/bench-instr.sh [--alloc A[,A..]] [--only W[,W..]] [--annotate] [--out FILE.csv]
 #   default allocators: bobox mimalloc tcmalloc; workloads: the list below (--list)
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-. scripts/bench-lib.sh
+. scripts/bench/bench-lib.sh
 unset LD_PRELOAD BOBOX_PIN
 
 ALLOCS="bobox mimalloc tcmalloc" ONLY= ANNOTATE=0 OUT=

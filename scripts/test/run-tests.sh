@@ -5,7 +5,7 @@
 #   test/system/*.sh      one test each: exit 0 pass, 77 skipped, anything else fails
 # TEST_FILTER=substring runs only the matching binaries and scripts.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 export BOBOX_ROOT=$PWD BUILD=$PWD/build
 passed=0 failed=0 skipped=0
 failures=()
@@ -61,5 +61,5 @@ for script in test/system/*.sh; do
     run_script "$script"
 done
 
-source "$BOBOX_ROOT/scripts/summary.sh"
+source "$BOBOX_ROOT/scripts/test/summary.sh"
 print_summary

@@ -3,7 +3,7 @@
 # in each: pinning against the guest kernel's topology, node placement of allocated memory,
 # stress tests and real programs. Ends with "N passed, M failed". See docs/vm-tests.md.
 #
-# usage: scripts/test-vm.sh [--quick] [TOPOLOGY...]
+# usage: scripts/test/test-vm.sh [--quick] [TOPOLOGY...]
 #   TOPOLOGY  SxNxCxT: S packages, N nodes per package, C cores per node, T threads per core;
 #             default: 2x2x2x2 4x1x2x1 1x1x4x2
 #   --quick   placement and pinning tests only; without it the real programs also run in
@@ -17,7 +17,7 @@
 #   VM_START=s    seconds until the guest must have begun its tests (default 120), else it is
 #                 booted once more: under TCG a boot now and then hangs before its first line
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 ROOT=$PWD
 BUILD=${BUILD:-$ROOT/build}
 LIBS=${VM_LIBS:-$BUILD}
@@ -185,5 +185,5 @@ boot() { # SxNxCxT
 }
 
 for topo in "${topos[@]}"; do boot "$topo"; done
-source "$ROOT/scripts/summary.sh"
+source "$ROOT/scripts/test/summary.sh"
 print_summary

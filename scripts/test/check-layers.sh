@@ -4,9 +4,9 @@
 #  2. calls: every bx_ or bobox_ symbol an object of libbobox.so takes from another object
 #     is defined in its own folder or below (catches a declaration written outside a header);
 #  3. the README's layout table lists the layers in that order, each with its files.
-# Usage: scripts/check-layers.sh [OBJ_DIR]   (default build/so); --table prints the table.
+# Usage: scripts/test/check-layers.sh [OBJ_DIR]   (default build/so); --table prints the table.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 LAYERS=allocator/layers.txt
 mapfile -t order < <(awk '!/^#/ && NF {print $1}' "$LAYERS")
 declare -A rank
@@ -64,7 +64,7 @@ fi
 expected=$(table)
 actual=$(sed -n '/^## Layout/,/^## /p' README.md | grep -E '^\| (`[a-z]+/`|layer|---)')
 if [ "$expected" != "$actual" ]; then
-    fail "README.md's layout table differs from $LAYERS and the files (scripts/check-layers.sh --table prints it):"
+    fail "README.md's layout table differs from $LAYERS and the files (scripts/test/check-layers.sh --table prints it):"
     diff <(echo "$actual") <(echo "$expected") | sed 's/^/    /'
 fi
 [ $bad -eq 0 ] && { echo "layers: ${#order[@]} layers, includes and calls go down only"; exit 0; }

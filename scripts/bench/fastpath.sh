@@ -6,11 +6,11 @@
 # For each allocator and size, runs build/bench/fastpath (fastpath_new) with N and 2N pairs,
 # counting only inside pair() (--toggle-collect), and reports (Ir(2N) - Ir(N)) / N: start-up,
 # first-touch and lazy-binding costs appear in both runs and cancel out.
-# Usage: scripts/fastpath.sh [--alloc A[,A..]] [--pairs N] [--out results/fastpath.csv]
+# Usage: scripts/bench/fastpath.sh [--alloc A[,A..]] [--pairs N] [--out results/fastpath.csv]
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-. scripts/bench-lib.sh
+. scripts/bench/bench-lib.sh
 unset LD_PRELOAD BOBOX_PIN
 
 ALLOCS="glibc jemalloc mimalloc tcmalloc bobox" N=100000 OUT=results/fastpath.csv

@@ -1,4 +1,4 @@
-# Shared by scripts/bench.sh and scripts/fastpath.sh (sourced): allocator discovery and
+# Shared by scripts/bench/bench.sh and scripts/bench/fastpath.sh (sourced): allocator discovery and
 # dependency installation. Expects ROOT to be set.
 
 # Installs the given Debian packages, only those missing (idempotent). Never fatal: a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the benchmark suite under every allocator, interleaved, and writes results/.
-# Usage: scripts/bench.sh [--quick|--full] [--runs N] [--only W[,W..]] [--alloc A[,A..]]
+# Usage: scripts/bench/bench.sh [--quick|--full] [--runs N] [--only W[,W..]] [--alloc A[,A..]]
 #                         [--no-fastpath] [--list] [--help]
 #   default  3 runs, moderate scale (make bench, about 12 min on 2 cores)
 #   --full   5 runs, full scale (make bench-full, the committed results)
@@ -8,9 +8,9 @@
 # --only/--alloc narrow the run; a narrowed run writes its own CSV and prints the table
 # but leaves results/latest.csv, README.md and the plot alone.
 set -uo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
-. scripts/bench-lib.sh
+. scripts/bench/bench-lib.sh
 unset LD_PRELOAD BOBOX_PIN
 
 B=$ROOT/build/bench
@@ -227,7 +227,7 @@ FP_CSV=results/fastpath.csv; [ $NARROW = 1 ] && FP_CSV=${CSV%.csv}-fastpath.csv
 # ---- instructions per malloc+free pair ----------------------------------------------------
 if [ $FASTPATH = 1 ]; then
   fp_allocs=$(for a in $ACTIVE; do case $a in bobox-pin*) ;; *) echo $a ;; esac; done)
-  scripts/fastpath.sh --alloc "$(echo $fp_allocs | tr ' ' ,)" --out "$FP_CSV" || echo "bench: fastpath.sh failed" >&2
+  scripts/bench/fastpath.sh --alloc "$(echo $fp_allocs | tr ' ' ,)" --out "$FP_CSV" || echo "bench: fastpath.sh failed" >&2
 fi
 
 # ---- the node lock: spinlock vs mutex under contention ------------------------------------
@@ -247,11 +247,11 @@ META=${CSV%.csv}.meta
   bench_machine_info
 } > "$META"
 if [ $NARROW = 1 ]; then
-  $PY scripts/bench-report.py --csv "$CSV" --meta "$META" --fastpath "$FP_CSV" --lock "$LOCK_CSV" --stdout
+  $PY scripts/bench/bench-report.py --csv "$CSV" --meta "$META" --fastpath "$FP_CSV" --lock "$LOCK_CSV" --stdout
   echo "== narrowed run: $CSV (results/latest.csv, README.md and the plot are unchanged)"
 else
   cp "$CSV" results/latest.csv; cp "$META" results/latest.meta
-  $PY scripts/bench-report.py --csv results/latest.csv --meta results/latest.meta \
+  $PY scripts/bench/bench-report.py --csv results/latest.csv --meta results/latest.meta \
       --fastpath results/fastpath.csv --lock results/lockbench.csv --readme results/README.md --plot results/bench.png --stdout
   echo "== wrote $CSV, results/latest.csv, results/README.md, results/bench.png"
 fi
