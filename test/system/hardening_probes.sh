@@ -80,7 +80,7 @@ expected_message() {
         underflow) echo '^bobox: .*(heap underflow|corrupted|invalid pointer)' ;;
         write_after_free) echo '^bobox: .*(write after free|written after it was freed|corrupted)' ;;
         double_free)
-            # A freed large object is unmapped: its second free cannot be told from a wild one.
+            # A freed large object leaves the page map: its second free looks like a wild one.
             if [[ $kind == *.huge ]]; then echo '^bobox: .*(double free|invalid pointer)'
             else echo '^bobox: .*double free'; fi ;;
         invalid_free) echo '^bobox: .*invalid pointer' ;;
