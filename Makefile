@@ -1,4 +1,5 @@
-# bobox-malloc: `make` builds the libraries, `make test` runs every test, `make bench` compares allocators.
+# bobox-malloc: `make` builds the libraries, `make test` runs every test (`make test-quick` the
+# fast ones), `make bench` compares allocators.
 CC  ?= gcc
 CXX ?= g++
 PREFIX ?= /usr/local
@@ -27,7 +28,7 @@ LIBBOBOX_SO := $(BUILD)/libbobox.so
 LIBBOBOX_A  := $(BUILD)/libbobox.a
 LIBBOBOX_DIST_A := $(BUILD)/dist/libbobox.a
 
-.PHONY: all test test-bins deps install uninstall man clean bench bench-full format layers
+.PHONY: all test test-quick test-bins deps install uninstall man clean bench bench-full format layers
 all: $(LIBBOBOX_SO) $(LIBBOBOX_A) $(LIBBOBOX_DIST_A)
 
 # -MMD: each object is rebuilt when a header it includes changes, and only then.
@@ -117,9 +118,16 @@ TEST_BINS := $(BUILD)/test/unit_alloc $(BUILD)/test/unit_api $(BUILD)/test/prelo
 deps:
 	@scripts/deps.sh
 
+# The tests' binaries build on every CPU unless make was given its own -j.
+TEST_BUILD_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc))
 test: deps
-	$(MAKE) test-bins
+	$(MAKE) $(TEST_BUILD_JOBS) test-bins
 	@scripts/test/run-tests.sh
+
+# The unit and API binaries and the system tests not tagged slow (scripts/test/run-tests.sh).
+test-quick: deps
+	$(MAKE) $(TEST_BUILD_JOBS) test-bins
+	@scripts/test/run-tests.sh --quick
 
 # Everything the tests run, without running them (then TEST_FILTER=... scripts/test/run-tests.sh).
 test-bins: all $(TEST_BINS)

@@ -2,7 +2,6 @@
  * (threadtest-style). Purely thread-local: measures the local fast path and how a
  * freshly emptied block is reused. */
 #include "common.h"
-#include <pthread.h>
 
 #define N 10000
 static const size_t sizes[] = {16, 24, 48, 64, 96, 128, 256};
@@ -39,13 +38,8 @@ int main(int argc, char **argv)
     if (rounds < 1)
         rounds = 1;
 
-    pthread_t th[threads];
     double t0 = now_s();
-    for (int t = 0; t < threads; t++)
-        if (pthread_create(&th[t], NULL, worker, NULL))
-            die("pthread_create");
-    for (int t = 0; t < threads; t++)
-        pthread_join(th[t], NULL);
+    bench_run_threads(threads, worker, NULL, 0, NULL);
     double secs = now_s() - t0;
     bench_report("batches", threads, scale, secs, (double)rounds * N * threads, "pairs/s", NULL);
     return 0;

@@ -6,6 +6,7 @@
 #ifndef BENCH_COMMON_H
 #define BENCH_COMMON_H
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +75,36 @@ static inline void bench_report(const char *name, int threads, double scale, dou
            name, threads, scale, secs, secs > 0 ? ops / secs : 0.0, unit, ops,
            extra ? " " : "", extra ? extra : "");
     fflush(stdout);
+}
+
+/* Thread i of bench_spawn_threads gets &args[i] (elements of `size` bytes), or with args
+ * NULL its index i as a pointer. */
+typedef void *(*bench_thread_fn)(void *);
+
+/* Starts n threads running fn into th[0..n-1]; dies if one cannot start. */
+static inline void bench_spawn_threads(pthread_t *th, int n, bench_thread_fn fn, void *args, size_t size)
+{
+    for (int i = 0; i < n; i++) {
+        void *arg = args ? (char *)args + (size_t)i * size : (void *)(intptr_t)i;
+        if (pthread_create(&th[i], NULL, fn, arg))
+            die("pthread_create");
+    }
+}
+
+/* Waits for th[0..n-1]; results, unless NULL, gets what each returned. */
+static inline void bench_join_threads(pthread_t *th, int n, void **results)
+{
+    for (int i = 0; i < n; i++)
+        if (pthread_join(th[i], results ? &results[i] : NULL))
+            die("pthread_join");
+}
+
+/* bench_spawn_threads, then bench_join_threads: the timed part of most workloads. */
+static inline void bench_run_threads(int n, bench_thread_fn fn, void *args, size_t size, void **results)
+{
+    pthread_t th[n];
+    bench_spawn_threads(th, n, fn, args, size);
+    bench_join_threads(th, n, results);
 }
 
 /* Defeats dead-store elimination of writes into benchmark objects. */

@@ -62,13 +62,8 @@ static void *crossed(void *arg)
 
 static double run_phase(void *(*fn)(void *))
 {
-    pthread_t th[nthreads];
     double t0 = now_s();
-    for (long t = 0; t < nthreads; t++)
-        if (pthread_create(&th[t], NULL, fn, (void *)t))
-            die("pthread_create");
-    for (int t = 0; t < nthreads; t++)
-        pthread_join(th[t], NULL);
+    bench_run_threads(nthreads, fn, NULL, 0, NULL);
     return now_s() - t0;
 }
 

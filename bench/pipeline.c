@@ -179,9 +179,7 @@ int main(int argc, char **argv)
 
     pthread_t th[nthreads];
     double t0 = now_s();
-    for (long t = 0; t < nthreads; t++)
-        if (pthread_create(&th[t], NULL, worker, (void *)t))
-            die("pthread_create");
+    bench_spawn_threads(th, nthreads, worker, NULL, 0);
     for (int i = 0; i < INFLIGHT; i++)
         maybe_start_next();
     pthread_mutex_lock(&done_mu);
@@ -194,8 +192,7 @@ int main(int argc, char **argv)
         pthread_cond_broadcast(&queues[t].cv);
         pthread_mutex_unlock(&queues[t].mu);
     }
-    for (int t = 0; t < nthreads; t++)
-        pthread_join(th[t], NULL);
+    bench_join_threads(th, nthreads, NULL);
     double secs = now_s() - t0;
     free(queues);
     bench_report("pipeline", nthreads, scale, secs, (double)total_requests, "requests/s", NULL);

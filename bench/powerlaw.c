@@ -99,13 +99,10 @@ int main(int argc, char **argv)
     pthread_t th[threads];
     if (pthread_barrier_init(&filled, NULL, (unsigned)threads + 1))
         die("pthread_barrier_init");
-    for (int t = 0; t < threads; t++)
-        if (pthread_create(&th[t], NULL, worker, &parts[t]))
-            die("pthread_create");
+    bench_spawn_threads(th, threads, worker, parts, sizeof *parts);
     pthread_barrier_wait(&filled);
     double t0 = now_s();
-    for (int t = 0; t < threads; t++)
-        pthread_join(th[t], NULL);
+    bench_join_threads(th, threads, NULL);
     double secs = now_s() - t0;
 
     uint64_t bad = 0, bytes = 0;

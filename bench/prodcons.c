@@ -96,14 +96,9 @@ int main(int argc, char **argv)
 
     pthread_t th[np + nc];
     double t0 = now_s();
-    for (long i = 0; i < np; i++)
-        if (pthread_create(&th[i], NULL, producer, (void *)i))
-            die("pthread_create");
-    for (int i = 0; i < nc; i++)
-        if (pthread_create(&th[np + i], NULL, consumer, NULL))
-            die("pthread_create");
-    for (int i = 0; i < np + nc; i++)
-        pthread_join(th[i], NULL);
+    bench_spawn_threads(th, np, producer, NULL, 0);
+    bench_spawn_threads(th + np, nc, consumer, NULL, 0);
+    bench_join_threads(th, np + nc, NULL);
     double secs = now_s() - t0;
     bench_report("prodcons", np + nc, scale, secs, (double)batches_per_producer * np * BATCH,
                  "objs/s", NULL);

@@ -3,7 +3,6 @@
  * small steps (16-64 B) up to 16 KB, strings by appends of 1-16 chars up to 4 KB; then frees
  * them all and starts over. */
 #include "common.h"
-#include <pthread.h>
 
 #define NVEC 96
 
@@ -67,18 +66,13 @@ int main(int argc, char **argv)
     bench_args(argc, argv, 2, &threads, &scale);
     reallocs_per_thread = scaled(6e6, scale, 1000) / threads;
 
-    pthread_t th[threads];
+    void *done[threads];
     double t0 = now_s();
-    for (long t = 0; t < threads; t++)
-        if (pthread_create(&th[t], NULL, worker, (void *)t))
-            die("pthread_create");
-    long total = 0;
-    for (int t = 0; t < threads; t++) {
-        void *r;
-        pthread_join(th[t], &r);
-        total += (long)r;
-    }
+    bench_run_threads(threads, worker, NULL, 0, done);
     double secs = now_s() - t0;
+    long total = 0;
+    for (int t = 0; t < threads; t++)
+        total += (long)done[t];
     bench_report("realloc", threads, scale, secs, (double)total, "reallocs/s", NULL);
     return 0;
 }

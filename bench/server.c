@@ -2,7 +2,6 @@
  * of 16 B..1 KB, so most objects are freed by a thread other than the one that allocated them
  * (the remote-free path). */
 #include "common.h"
-#include <pthread.h>
 #include <stdatomic.h>
 
 #define NSLOTS 20000
@@ -50,13 +49,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < NSLOTS; i++)
         atomic_store(&slots[i], make_obj(&rs));
 
-    pthread_t th[threads];
     double t0 = now_s();
-    for (long t = 0; t < threads; t++)
-        if (pthread_create(&th[t], NULL, worker, (void *)t))
-            die("pthread_create");
-    for (int t = 0; t < threads; t++)
-        pthread_join(th[t], NULL);
+    bench_run_threads(threads, worker, NULL, 0, NULL);
     double secs = now_s() - t0;
 
     for (int i = 0; i < NSLOTS; i++)

@@ -8,7 +8,6 @@
  * sequence. Each object's first byte is written and read back before it is freed.
  * Usage: tightloop [threads] [scale]   (scale 1 = 100 M iterations per thread) */
 #include "common.h"
-#include <pthread.h>
 
 #define WORKING_SET 1024
 #define SEQ 8192
@@ -60,20 +59,15 @@ int main(int argc, char **argv)
         seq_slot[j] = (uint16_t)(rng_next(&rs) % WORKING_SET);
     }
 
-    pthread_t th[threads];
     struct worker_state st[threads];
-    double t0 = now_s();
-    for (int t = 0; t < threads; t++) {
+    for (int t = 0; t < threads; t++)
         st[t] = (struct worker_state){.id = t};
-        if (pthread_create(&th[t], NULL, worker, &st[t]))
-            die("pthread_create");
-    }
-    uint64_t bad = 0;
-    for (int t = 0; t < threads; t++) {
-        pthread_join(th[t], NULL);
-        bad += st[t].bad;
-    }
+    double t0 = now_s();
+    bench_run_threads(threads, worker, st, sizeof *st, NULL);
     double secs = now_s() - t0;
+    uint64_t bad = 0;
+    for (int t = 0; t < threads; t++)
+        bad += st[t].bad;
     if (bad) {
         fprintf(stderr, "tightloop: %llu objects lost their contents\n", (unsigned long long)bad);
         return 1;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: slow=15
 # Real program: build/test/progs/alloc_containers (maps, vectors, strings, shared_ptrs passed
 # between std::threads) prints the same checksum with and without LD_PRELOAD=libbobox.so,
 # and with the preload its std containers are allocated by bobox.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: slow=60
 # 60 s of libFuzzer on test/fuzz/fuzz_ops.cpp (operation sequences on bobox_* in four
 # threads, ASan+UBSan): no crash. The corpus stays in build/fuzz/corpus between runs; a crash
 # input is written to build/fuzz/artifacts/ (reproduce: FUZZ_TRACE=1 build/fuzz/fuzz_ops FILE).

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
+# test: slow=30 serial
 # The stress tests against the allocator built with clang -fsanitize=thread (build/tsan/): no
 # unsuppressed ThreadSanitizer report (test/tsan.supp says why bx_large_realloc is suppressed).
 # The thread-heavy API tests under TSan take about 70 s more: `make tsan` runs them too.
+# Serial: beside other tests its threads wait on each other for far longer under TSan (the
+# model test: 14 s alone, 86 s beside two stress runs, using no more CPU).
 set -uo pipefail
 BUILD=${BUILD:-build}
 BOBOX_ROOT=${BOBOX_ROOT:-.}

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: lock=install
 # The installed man pages: each one (and each alias link) reads with `man -l` without a
 # formatter warning and names its functions; libbobox(7) carries every row of the README's
 # settings tables word for word, its safety table and pinning section; bobox-run(1) every

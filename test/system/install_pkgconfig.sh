@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: lock=install
 # make install into a temporary prefix, then build programs against it with pkg-config:
 # -lbobox (libbobox.so) makes the program's malloc, libc's internal calls and C++ new bobox's;
 # the archive named by bobox.pc's `archive` variable gives only the bobox_ names, beside glibc's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: lock=install
 # make install DESTDIR=... installs exactly the expected files (libraries, header, launcher,
 # bobox.pc, every man page); a second install over it changes nothing; make uninstall with the
 # same variables removes exactly those and leaves files of others in the same directories;
