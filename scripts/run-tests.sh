@@ -16,6 +16,8 @@
 # --quick (make test-quick): the unit and API binaries (not *_stress) and the scripts not slow.
 # TEST_FILTER=substring runs only the matching binaries and scripts.
 set -u
+# wait -n -p (which test ended) is bash 5.1's
+((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) || { echo "run-tests.sh: needs bash 5.1 or later" >&2; exit 2; }
 cd "$(dirname "$0")/.."
 export BOBOX_ROOT=$PWD BUILD=$PWD/build
 quick=0
