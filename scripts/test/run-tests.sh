@@ -5,7 +5,8 @@
 #   test/system/*.sh      one test each: exit 0 pass, 77 skipped, anything else fails
 # TEST_JOBS tests run at once (default: the CPUs + 1), the longest first: by the seconds each
 # took last time (build/test-logs/durations), else by its slow tag, Catch2 binaries next. One
-# line per test as it ends; the failures are listed again, in a fixed order, before the last.
+# line per test as it ends (wall and CPU seconds); the failures are listed again, in a fixed
+# order, before the last line.
 # A script's tags, on a line "# test: TAG ..." (test/system/tags gives some to scripts that
 # do not carry them yet):
 #   serial     runs alone, after the others: it measures RSS or time, or takes the whole machine
@@ -15,6 +16,8 @@
 # --quick (make test-quick): the unit and API binaries (not *_stress) and the scripts not slow.
 # TEST_FILTER=substring runs only the matching binaries and scripts.
 set -u
+# wait -n -p (which test ended) is bash 5.1's
+((BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 501)) || { echo "run-tests.sh: needs bash 5.1 or later" >&2; exit 2; }
 cd "$(dirname "$0")/../.."
 export BOBOX_ROOT=$PWD BUILD=$PWD/build
 quick=0
@@ -63,7 +66,7 @@ for i in "${!names[@]}"; do
 done >"$res_dir/order"
 mapfile -t parallel < <(sort -k1,1nr -k2,2n "$res_dir/order" | cut -d' ' -f2)
 
-# ---- one test, in the background: its result file gets "passed failed rc seconds log" ------
+# ---- one test, in the background: its result file gets "passed failed rc secs cpu log" -----
 run_test() { # index
     local i=$1 name=${names[$1]} log start=$SECONDS
     local -a cmd
@@ -80,7 +83,11 @@ run_test() { # index
     local tpid=$!
     trap 'kill -TERM $tpid 2>/dev/null; exit 1' TERM
     wait $tpid
-    local rc=$? p=0 f=0 line
+    local rc=$? p=0 f=0 line cpu
+    # user + system seconds of timeout and what it waited for (the test); not in a $(...),
+    # whose own children have none
+    times >"$res_dir/$i.times"
+    cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2] + 0.5 }' "$res_dir/$i.times")
     if [ "${kinds[i]}" = catch ]; then
         if line=$(grep -E '^All tests passed \(' "$log" | tail -1) && [ -n "$line" ]; then
             p=$(sed -E 's/.* in ([0-9]+) test case.*/\1/' <<<"$line")
@@ -92,18 +99,19 @@ run_test() { # index
         fi
         if [ $rc -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     fi
-    echo "$p $f $rc $((SECONDS - start)) $log" >"$res_dir/$i"
+    echo "$p $f $rc $((SECONDS - start)) $cpu $log" >"$res_dir/$i"
 }
 
 passed=0 failed=0 skipped=0
 failures=() failed_at=()
 report() { # index: one line for the finished test, its log's tail when it failed
-    local i=$1 name=${names[$1]} p f rc secs log
-    read -r p f rc secs log <"$res_dir/$i" || { p=0 f=1 rc=-1 secs=0 log=-; }
+    local i=$1 name=${names[$1]} p f rc secs cpu log
+    read -r p f rc secs cpu log <"$res_dir/$i" || { p=0 f=1 rc=-1 secs=0 cpu=0 log=-; }
     durations[$name]=$secs
+    local t="(${secs}s, ${cpu}s CPU)"
     if [ "${kinds[i]}" = catch ]; then
         passed=$((passed + p)); failed=$((failed + f))
-        printf '%-28s %4d passed %3d failed  (%ds)\n' "$name" "$p" "$f" "$secs"
+        printf '%-28s %4d passed %3d failed  %s\n' "$name" "$p" "$f" "$t"
         if [ "$f" -ne 0 ]; then
             grep -qE '^(All tests passed \(|test cases:)' "$log" 2>/dev/null || echo "    (no Catch2 summary line: exit status $rc)"
             failed_at[i]="$name (log: $log)"; tail -40 "$log" | sed 's/^/    | /'
@@ -111,10 +119,10 @@ report() { # index: one line for the finished test, its log's tail when it faile
         return
     fi
     case $rc in
-        0)  passed=$((passed + 1)); printf '%-28s PASS  (%ds)\n' "$name" "$secs" ;;
+        0)  passed=$((passed + 1)); printf '%-28s PASS  %s\n' "$name" "$t" ;;
         77) skipped=$((skipped + 1)); printf '%-28s SKIP  %s\n' "$name" "$(tail -1 "$log")" ;;
         *)  failed=$((failed + 1)); failed_at[i]="$name (log: $log)"
-            printf '%-28s FAIL rc=%d (%ds)\n' "$name" "$rc" "$secs"; tail -30 "$log" | sed 's/^/    | /' ;;
+            printf '%-28s FAIL rc=%d %s\n' "$name" "$rc" "$t"; tail -30 "$log" | sed 's/^/    | /' ;;
     esac
 }
 
