@@ -7,8 +7,7 @@
 # took last time (build/test-logs/durations), else by its slow tag, Catch2 binaries next. One
 # line per test as it ends (wall and CPU seconds); the failures are listed again, in a fixed
 # order, before the last line.
-# A script's tags, on a line "# test: TAG ..." (test/system/tags gives some to scripts that
-# do not carry them yet):
+# A script's tags, on a line "# test: TAG ...":
 #   serial     runs alone, after the others: it measures RSS or time, or takes the whole machine
 #   slow[=S]   takes long (about S seconds alone on 2 cores, which orders a first run): not
 #              run by --quick
@@ -34,9 +33,8 @@ res_dir=$(mktemp -d "${TMPDIR:-/tmp}/bobox-tests.XXXXXX") || exit 2
 
 # ---- the tests: name, kind (catch/script), path, tags ------------------------------------
 names=() kinds=() paths=() tags=()
-tags_of() { # script: its "# test:" words and those test/system/tags lists for it
+tags_of() { # script: the words of its "# test:" line
     sed -nE 's/^# test:(.*)/\1/p' "$1"
-    [ -f test/system/tags ] && awk -v s="$(basename "$1")" '$1 == s ":" { sub(/#.*/, ""); $1 = ""; print }' test/system/tags
 }
 add() { names+=("$1") kinds+=("$2") paths+=("$3") tags+=(" $4 "); }
 for bin in "$BUILD"/test/unit_* "$BUILD"/test/preload_*; do

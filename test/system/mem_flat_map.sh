@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# test: slow=40
+# (slow: the whole API suite again, under ulimit -v (about 40 s))
 # free's flat map: reserved and nearly free of memory without an address-space limit; absent
 # under one (ulimit -v), where every free takes the two-level map: small objects, and the
 # whole API suite (invalid and double frees included), still behave.

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# test: serial
+# (serial: it measures what stays resident after two decay delays)
 # Guards against: a process idle after a spike keeping its peak, because caches are given back
 # only on its own calls. After two decay delays (the default, 1 s) without a single call, at
 # most 3% of the 1.8 GB peak stays resident (30-43 MB measured: the idle thread's bins keep

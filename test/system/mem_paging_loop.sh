@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# test: serial
+# (serial: no page faults after the first pass; memory back after the delay)
 # Thesis program 7.1 with 256 MB buffers: no page faults after the first iteration, and the
 # memory goes back once the program idles past the decay delay.
 set -euo pipefail

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# test: serial
+# (serial: it measures RSS against the peak after the decay delays)
 # 1 GB from four threads, all freed: RSS at most 2% of the peak two decay delays later and one
 # malloc (BOBOX_DECAY_MS=300 keeps the test short), at most 1% at once after malloc_trim(0).
 set -euo pipefail

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# test: serial
+# (serial: it counts tree files in /dev/shm, which every pinned process makes)
 # Process trees: the processes a pinned program starts (fork without exec, posix_spawn, a
 # shell's background jobs) spread over the plan, each place taken by one of them before the rest
 # are bound wider (oversubscription), instead of each process starting again at the first place (which put a forking
