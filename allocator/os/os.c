@@ -106,7 +106,10 @@ bool bx_os_make_writable(void *p, size_t size) {
 }
 
 bool bx_os_protect(void *p, size_t size, bool access) {
-    return mprotect(p, size, access ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+    int saved = errno; /* free() must not change errno */
+    bool done = mprotect(p, size, access ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+    errno = saved;
+    return done;
 }
 
 void bx_os_unmap(void *p, size_t size) {

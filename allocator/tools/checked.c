@@ -6,8 +6,10 @@
 #include <string.h>
 
 #include "base/lock.h"
+#include "os/options.h"
 #include "os/os.h"
 #include "thread/thread.h"
+#include "tools/registry.h"
 
 /* The trailer record (mangled with the object's address): the requested size, log2 of the
  * front room before the object, the form that allocated it, whether a guard page follows,
@@ -25,6 +27,18 @@
 static unsigned char canary_byte(void) { return (unsigned char)(bx_free_key >> 8) | 1; }
 
 static uintptr_t trailer_code(const void *p) { return (uintptr_t)p ^ bx_link_secret; }
+
+/* The first byte of [from, to) that is not `byte`, or NULL; eight bytes at a time where it can. */
+typedef uint64_t __attribute__((may_alias)) word_t;
+static const unsigned char *first_other(const unsigned char *from, const unsigned char *to, unsigned char byte) {
+    const uint64_t word = byte * 0x0101010101010101ull;
+    for (; from < to && ((uintptr_t)from & 7); from++)
+        if (*from != byte) return from;
+    while (to - from >= 8 && *(const word_t *)from == word) from += 8;
+    for (; from < to; from++)
+        if (*from != byte) return from;
+    return NULL;
+}
 
 static uintptr_t *trailer_of(const void *p, size_t usable) {
     return (uintptr_t *)((uintptr_t)p + usable - sizeof(uintptr_t));
@@ -96,6 +110,8 @@ static unsigned char *front_start(const bx_lookup_t *r, const void *p, size_t fr
     return r->tag == BX_TAG_LARGE ? (unsigned char *)p - front : (unsigned char *)r->object + BX_RECORD_BYTES;
 }
 
+static void release_now(void *p);
+
 static const char *form_name(unsigned form) {
     static const char *const names[] = {"malloc()", "new", "new[]"};
     return form < 3 ? names[form] : "?";
@@ -138,11 +154,16 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
     uintptr_t rec = size | (uintptr_t)__builtin_ctzl(front) << REC_FRONT_SHIFT | (uintptr_t)form << REC_FORM_SHIFT |
                     (guard ? REC_GUARD : 0);
     *(uintptr_t *)end = rec ^ trailer_code(p);
+    /* Registered once whole: a check walking the registry sees every byte in place. */
+    if (!bx_registry_add(p, 0)) {
+        release_now(p);
+        errno = ENOMEM;
+        return NULL;
+    }
     return p;
 }
 
 static uintptr_t verify_record(const bx_lookup_t *r, const void *p, const char *op) {
-    check_next_free(r, p, op);
     uintptr_t rec = *trailer_of(p, r->usable) ^ trailer_code(p);
     size_t size = rec_size(rec);
     /* An overwritten record is the likelier story than a freed one: it is checked first. */
@@ -151,22 +172,16 @@ static uintptr_t verify_record(const bx_lookup_t *r, const void *p, const char *
         bx_fatalf("%s: heap overflow past the end of %p (%zu usable bytes; the size record is overwritten)", op, p,
                   r->usable - BX_CHECK_ROOM);
     if (rec & REC_FREED) bx_fatalf("%s: double free %p (the object is in the quarantine)", op, p);
-    const unsigned char *end = (const unsigned char *)trailer_of(p, r->usable);
-    for (const unsigned char *c = (const unsigned char *)p + size; c < end; c++)
-        if (*c != canary_byte())
-            bx_fatalf("%s: heap overflow past the end of %p (size %zu): byte %zu overwritten", op, p, size,
-                      (size_t)(c - (const unsigned char *)p));
-    for (const unsigned char *c = front_start(r, p, rec_front(rec)); c < (const unsigned char *)p; c++)
-        if (*c != canary_byte())
-            bx_fatalf("%s: heap underflow before the start of %p (size %zu): byte %zu before it overwritten", op, p,
-                      size, (size_t)((const unsigned char *)p - c));
+    const unsigned char *end = (const unsigned char *)trailer_of(p, r->usable), *c;
+    if ((c = first_other((const unsigned char *)p + size, end, canary_byte())) != NULL)
+        bx_fatalf("%s: heap overflow past the end of %p (size %zu): byte %zu overwritten", op, p, size,
+                  (size_t)(c - (const unsigned char *)p));
+    if ((c = first_other(front_start(r, p, rec_front(rec)), p, canary_byte())) != NULL)
+        bx_fatalf("%s: heap underflow before the start of %p (size %zu): byte %zu before it overwritten", op, p, size,
+                  (size_t)((const unsigned char *)p - c));
+    /* Last: an overflow of p that reached the next slot's link is reported as p's overflow. */
+    check_next_free(r, p, op);
     return rec;
-}
-
-bool bx_checked_is_parked(const bx_lookup_t *r, const void *p) {
-    bx_lookup_t room = *r;
-    large_room(&room);
-    return (*trailer_of(p, room.usable) ^ trailer_code(p)) & REC_FREED;
 }
 
 size_t bx_checked_verify(const bx_lookup_t *r, const void *p, const char *op) {
@@ -182,14 +197,13 @@ size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form
 }
 
 /* ---- the quarantine ------------------------------------------------------------------------
- * A freed object is filled with the free pattern, its trailer marked freed, and parked in a
- * FIFO ring (its own mapping, one for the process) until BX_QUARANTINE_SLOTS later frees or
- * BX_QUARANTINE_BYTES of later objects push it out: its slot is not handed out again at once,
- * a second free of it is reported as a double free, and a write into it while it waits is
- * reported with its address when it leaves. */
+ * A freed object leaves the registry, is filled with the free fill, its trailer marked freed,
+ * and parked in a FIFO ring (its own mapping, one for the process) until BX_QUARANTINE_SLOTS
+ * later frees or BX_QUARANTINE_BYTES of later objects push it out: its slot is not handed out
+ * again at once, a second free of it is reported as a double free, and a write into it while
+ * it waits is reported with its address when it leaves (or at exit, or at bobox_check_heap). */
 #define BX_QUARANTINE_SLOTS 1024
 #define BX_QUARANTINE_BYTES (32u << 20)
-#define BX_FREE_FILL 0xdf
 typedef struct {
     void *object;
     size_t usable;
@@ -199,15 +213,12 @@ static bx_lock_t quarantine_lock = BX_LOCK_INIT;
 static parked_t *ring; /* BX_QUARANTINE_SLOTS entries */
 static size_t ring_head, ring_count, ring_bytes;
 
-static void quarantine_fork_child(void) { bx_lock_reset(&quarantine_lock); }
-
 static bool ring_ready(void) {
     static atomic_int state; /* 0 none, 1 being made, 2 ready */
     int expected = 0;
     if (atomic_load(&state) == 2) return true;
     if (atomic_compare_exchange_strong(&state, &expected, 1)) {
         ring = bx_os_map(BX_QUARANTINE_SLOTS * sizeof(parked_t));
-        if (ring) pthread_atfork(NULL, NULL, quarantine_fork_child);
         atomic_store(&state, ring ? 2 : 0);
         return ring != NULL;
     }
@@ -228,18 +239,24 @@ static void release_now(void *p) {
     bx_free_resolved(&r);
 }
 
-static void leave_quarantine(const parked_t *q) {
+/* Aborts if parked object q was written after it was freed: its fill or its trailer. */
+static void check_parked(const parked_t *q) {
     const unsigned char *c = q->object, *end = (const unsigned char *)trailer_of(q->object, q->usable);
-    for (; c < end; c++)
-        if (*c != BX_FREE_FILL)
-            bx_fatalf("write after free: object %p (%zu usable bytes) changed at byte %zu after it was freed",
-                      q->object, q->usable - BX_CHECK_ROOM, (size_t)(c - (const unsigned char *)q->object));
+    if ((c = first_other(c, end, BX_FREE_FILL)) != NULL)
+        bx_fatalf("write after free: object %p (%zu usable bytes) changed at byte %zu after it was freed", q->object,
+                  q->usable - BX_CHECK_ROOM, (size_t)(c - (const unsigned char *)q->object));
     if (!((*trailer_of(q->object, q->usable) ^ trailer_code(q->object)) & REC_FREED))
         bx_fatalf("write after free: object %p: its trailer changed after it was freed", q->object);
+}
+
+static void leave_quarantine(const parked_t *q) {
+    check_parked(q);
     release_now(q->object);
 }
 
 void bx_checked_release(const bx_lookup_t *r, void *p) {
+    /* Out of the registry first: from here on no check reads p as a live object. */
+    if (bx_registry_remove(p) < 0) bx_fatalf("free(): double free %p (the object is in the quarantine)", p);
     *trailer_of(p, r->usable) ^= REC_FREED;
     if (!ring_ready()) {
         release_now(p);
@@ -266,3 +283,52 @@ void bx_checked_release(const bx_lookup_t *r, void *p) {
     for (size_t i = 0; i < n_out; i++) leave_quarantine(&out[i]);
     if (!parked) release_now(p);
 }
+
+/* ---- what is live ----------------------------------------------------------------------- */
+
+int bx_checked_owns(const void *p) {
+    bx_lookup_t r;
+    bx_classify(p, &r);
+    /* A parked object is still live to the allocator below: the registry tells. */
+    return r.tag && bx_registry_find(p) >= 0;
+}
+
+/* Verifies live object p of the registry (its shard's lock is held: a free of p waits). */
+static void check_live(void *p, unsigned meta, void *arg) {
+    (void)meta;
+    const char *op = arg;
+    bx_lookup_t r;
+    bx_checked_lookup(p, op, &r);
+    /* Handed out and not freed, yet not found: the slot's record before it was overwritten. */
+    if (!r.tag) bx_fatalf("%s: heap underflow before the start of %p: the record before it is overwritten", op, p);
+    verify_record(&r, p, op);
+}
+
+void bx_checked_check_all(const char *op) {
+    if (ring_ready()) {
+        bx_lock(&quarantine_lock);
+        for (size_t i = 0; i < ring_count; i++) check_parked(&ring[(ring_head + i) % BX_QUARANTINE_SLOTS]);
+        bx_unlock(&quarantine_lock);
+    }
+    bx_registry_each(check_live, (void *)op);
+}
+
+/* As late as the library can: a destructor runs after the program's atexit handlers and
+ * C++ static destructors, and the lowest priority runs last of the library's own (after the
+ * statistics and the heap profile are written). _exit and a fatal signal skip it. */
+__attribute__((destructor(101))) static void check_at_exit(void) {
+    if (bx_options.check) bx_checked_check_all("exit()");
+}
+
+/* Across fork the forking thread holds the quarantine and the registry: the child gets
+ * them whole, not in the middle of another thread's update. */
+static void fork_prepare(void) {
+    bx_lock(&quarantine_lock);
+    bx_registry_fork_prepare();
+}
+static void fork_release(void) {
+    bx_registry_fork_release();
+    bx_unlock(&quarantine_lock);
+}
+
+void bx_checked_start(void) { pthread_atfork(fork_prepare, fork_release, fork_release); }

@@ -1,0 +1,173 @@
+// Checked mode's checks of what a program leaves behind (run with BOBOX_CHECK=1 by
+// test/system/hardening_checked.sh, as every [.checked] case): bobox_check_heap() verifies
+// every live object's canaries and every object in the quarantine, as the check at exit does
+// (test/system/hardening_checked_exit.sh runs the exit itself). Each abort is checked in a
+// forked child that then leaves through _exit, so that only the check under test can report.
+#include <catch2/catch.hpp>
+#include <csignal>
+#include <fcntl.h>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "api.h"
+
+using namespace api;
+
+namespace {
+// Runs fn in a child with stderr captured; returns (terminating signal, stderr text).
+template <class F> std::pair<int, std::string> child(F fn) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        signal(SIGABRT, SIG_DFL);
+        signal(SIGSEGV, SIG_DFL);
+        signal(SIGBUS, SIG_DFL);
+        dup2(fds[1], 2);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) dup2(devnull, 1);
+        close(fds[0]);
+        fn();
+        _exit(0);
+    }
+    close(fds[1]);
+    std::string err;
+    char buf[512];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, size_t(n));
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return {WIFSIGNALED(status) ? WTERMSIG(status) : 0, err};
+}
+
+using check_heap_fn = int (*)(void);
+int check_heap_now() {
+#ifdef API_PREFIXED
+    return bobox_check_heap();
+#else
+    static check_heap_fn f = lookup<check_heap_fn>("bobox_check_heap");
+    REQUIRE(f != nullptr);
+    return f();
+#endif
+}
+
+std::string text(const char *fmt, const void *p, size_t a = 0, size_t b = 0) {
+    char buf[256];
+    snprintf(buf, sizeof buf, fmt, p, a, b);
+    return buf;
+}
+
+struct Shape {
+    const char *what;
+    size_t size, alignment;
+};
+const Shape shapes[] = {{"small", 24, 0},       {"small, exact class", 48, 0}, {"medium", 100000, 0},
+                        {"large", 3 << 20, 0}, {"aligned", 200, 256},         {"aligned large", 5000, 65536}};
+
+char *make(const Shape &s) {
+    return static_cast<char *>(s.alignment ? a_aligned_alloc(s.alignment, s.size) : a_malloc(s.size));
+}
+} // namespace
+
+TEST_CASE("checked mode: bobox_check_heap reports an overflow or underflow of an object never freed", "[.checked]") {
+    REQUIRE(checked_mode());
+    for (const Shape &s : shapes) {
+        char *p = make(s);
+        REQUIRE(p != nullptr);
+        memset(p, 0x5a, s.size); // every requested byte is the program's
+        REQUIRE(check_heap_now() == 1);
+        auto [sig, err] = child([&] {
+            p[s.size] = 0;
+            check_heap_now();
+        });
+        INFO(s.what << ": " << err);
+        REQUIRE(sig == SIGABRT);
+        REQUIRE(err.find(text("bobox: bobox_check_heap(): heap overflow past the end of %p (size %zu): byte %zu overwritten",
+                              p, s.size, s.size)) != std::string::npos);
+        auto [sig2, err2] = child([&] {
+            p[-1] = 0;
+            check_heap_now();
+        });
+        INFO(err2);
+        REQUIRE(sig2 == SIGABRT);
+        REQUIRE(err2.find(text("bobox: bobox_check_heap(): heap underflow before the start of %p (size %zu): byte 1 before it overwritten",
+                               p, s.size)) != std::string::npos);
+        a_free(p);
+    }
+}
+
+TEST_CASE("checked mode: bobox_check_heap reports a write into an object waiting in the quarantine", "[.checked]") {
+    REQUIRE(checked_mode());
+    for (size_t size : {size_t(24), size_t(4096), size_t(100000)}) {
+        char *p = static_cast<char *>(a_malloc(size));
+        memset(p, 0x11, size);
+        a_free(p);
+        REQUIRE(check_heap_now() == 1);
+        auto [sig, err] = child([&] {
+            opaque(p)[size / 2] = 0x5a;
+            check_heap_now();
+        });
+        INFO(size << " bytes: " << err);
+        REQUIRE(sig == SIGABRT);
+        REQUIRE(err.find(text("bobox: write after free: object %p (", p)) != std::string::npos);
+        REQUIRE(err.find(text("changed at byte %zu after it was freed", reinterpret_cast<void *>(size / 2))) !=
+                std::string::npos);
+    }
+}
+
+TEST_CASE("checked mode: the registry of live objects follows objects across threads, realloc and fork", "[.checked]") {
+    REQUIRE(checked_mode());
+    // Objects allocated in some threads, freed or reallocated in others, some left live:
+    // no false alarm from the checks, and a freed object is no longer the program's.
+    constexpr int kThreads = 4, kEach = 3000;
+    std::vector<std::vector<char *>> made(kThreads);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < kThreads; t++)
+        ts.emplace_back([&, t] {
+            Rng rng(t + 1);
+            for (int i = 0; i < kEach; i++) {
+                size_t n = rng.below(4) == 0 ? rng.below(200000) : rng.below(600);
+                char *p = static_cast<char *>(a_malloc(n));
+                memset(p, t, n);
+                made[t].push_back(p);
+            }
+        });
+    for (auto &t : ts) t.join();
+    ts.clear();
+    for (int t = 0; t < kThreads; t++)
+        ts.emplace_back([&, t] {
+            auto &mine = made[(t + 1) % kThreads];
+            for (size_t i = 0; i < mine.size(); i++) {
+                if (i % 3 == 0) {
+                    a_free(mine[i]);
+                    mine[i] = nullptr;
+                } else if (i % 3 == 1) {
+                    mine[i] = static_cast<char *>(a_realloc(mine[i], 40 + i % 300));
+                    memset(mine[i], 1, 40 + i % 300);
+                }
+            }
+        });
+    for (auto &t : ts) t.join();
+    REQUIRE(check_heap_now() == 1);
+    char *freed = static_cast<char *>(a_malloc(72));
+    a_free(freed);
+    if (!foreign_allowed()) {
+        REQUIRE(a_owns(made[0][1]) == 1);
+        REQUIRE(a_owns(freed) == 0); // in the quarantine: not live
+    }
+    auto [sig, err] = child([&] {
+        if (check_heap_now() != 1) _exit(3);
+        for (auto &v : made)
+            for (char *p : v) a_free(p);
+        if (check_heap_now() != 1) _exit(3);
+    });
+    INFO(err);
+    REQUIRE(sig == 0);
+    for (auto &v : made)
+        for (char *p : v) a_free(p);
+    REQUIRE(check_heap_now() == 1);
+}
