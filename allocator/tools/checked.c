@@ -12,8 +12,8 @@
 #include "tools/registry.h"
 
 /* The trailer record (mangled with the object's address): the requested size, log2 of the
- * front room before the object, the form that allocated it, whether a guard page follows,
- * and whether it is freed (in the quarantine). */
+ * front room before the object, the form that allocated it, whether a large object's gap
+ * follows with no access, and whether it is freed (in the quarantine). */
 #define REC_SIZE_BITS 48
 #define REC_FRONT_SHIFT 48
 #define REC_FORM_SHIFT 54
@@ -47,11 +47,13 @@ static size_t rec_size(uintptr_t rec) { return rec & (((uintptr_t)1 << REC_SIZE_
 static size_t rec_front(uintptr_t rec) { return (size_t)1 << ((rec >> REC_FRONT_SHIFT) & 63); }
 static unsigned rec_form(uintptr_t rec) { return (rec >> REC_FORM_SHIFT) & 3; }
 
-/* A large object's mapping ends with its guard page, which checked mode keeps out of the
- * object: every checked path sees the usable size without it. */
-static void *guard_page(const bx_large_t *l) { return l->base + l->map_size - bx_os_page_size(); }
+/* A large object's mapping ends with a gap with no access, which checked mode keeps out of
+ * the object (every checked path sees the usable size without it): a write up to 1 MB past
+ * the object's end faults there, if it did not land on the canary before it. */
+#define BX_CHECK_GAP ((size_t)1 << 20)
+static void *gap_of(const bx_large_t *l) { return l->base + l->map_size - BX_CHECK_GAP; }
 static void large_room(bx_lookup_t *r) {
-    if (r->tag == BX_TAG_LARGE) r->usable -= bx_os_page_size();
+    if (r->tag == BX_TAG_LARGE) r->usable -= BX_CHECK_GAP;
 }
 
 static bool large_header_ok(const bx_large_t *l) {
@@ -110,7 +112,7 @@ static unsigned char *front_start(const bx_lookup_t *r, const void *p, size_t fr
     return r->tag == BX_TAG_LARGE ? (unsigned char *)p - front : (unsigned char *)r->object + BX_RECORD_BYTES;
 }
 
-static void release_now(void *p);
+static void release_now(void *p, bool opened);
 
 static const char *form_name(unsigned form) {
     static const char *const names[] = {"malloc()", "new", "new[]"};
@@ -119,14 +121,15 @@ static const char *form_name(unsigned form) {
 
 void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
     size_t front = alignment > 32 ? alignment : 32;
-    if (size >= (size_t)1 << REC_SIZE_BITS || size > PTRDIFF_MAX - BX_CHECK_ROOM - front - 2 * bx_os_page_size()) {
+    if (size >= (size_t)1 << REC_SIZE_BITS ||
+        size > PTRDIFF_MAX - BX_CHECK_ROOM - front - BX_CHECK_GAP - 2 * bx_os_page_size()) {
         errno = ENOMEM;
         return NULL;
     }
     size_t need = size + BX_CHECK_ROOM + front, total = need;
-    size_t page = bx_os_page_size();
-    /* Room for the guard page wherever the request may end up large (aligned.c's rule). */
-    if (total + (alignment > BX_ALIGNMENT ? alignment : 0) > BX_MEDIUM_MAX || alignment >= BX_BLOCK_SIZE) total += page;
+    /* Room for the gap wherever the request may end up large (aligned.c's rule). */
+    if (total + (alignment > BX_ALIGNMENT ? alignment : 0) > BX_MEDIUM_MAX || alignment >= BX_BLOCK_SIZE)
+        total += BX_CHECK_GAP;
     unsigned char *q = alignment <= BX_ALIGNMENT ? bx_alloc_unchecked(total) : bx_alloc_aligned_unchecked(alignment, total);
     if (!q) return NULL;
     bx_lookup_t r;
@@ -138,11 +141,11 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
     size_t usable = r.usable - front;
     if (r.tag == BX_TAG_LARGE) {
         /* The object stays where the mapping's header (and the page map) has it: the front
-         * canary is the end of the header page. The mapping's last page is the guard. */
+         * canary is the end of the header page. The mapping's last 1 MB is the gap. */
         front = 32;
         p = q;
         usable = r.usable;
-        guard = bx_os_protect(guard_page(r.large), page, false);
+        guard = bx_os_protect(gap_of(r.large), BX_CHECK_GAP, false);
     } else {
         bx_object_mark_aligned(r.object, p, bx_object_key(r.object));
     }
@@ -156,14 +159,18 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
     *(uintptr_t *)end = rec ^ trailer_code(p);
     /* Registered once whole: a check walking the registry sees every byte in place. */
     if (!bx_registry_add(p, 0)) {
-        release_now(p);
+        release_now(p, false);
         errno = ENOMEM;
         return NULL;
     }
     return p;
 }
 
-static uintptr_t verify_record(const bx_lookup_t *r, const void *p, const char *op) {
+/* `live`: p is known to be in the registry (the caller walks it). */
+static uintptr_t verify_record(const bx_lookup_t *r, const void *p, const char *op, bool live) {
+    /* A parked large object has no access: the registry tells it from a live one. */
+    if (r->tag == BX_TAG_LARGE && !live && bx_registry_find(p) < 0)
+        bx_fatalf("%s: double free %p (the object is in the quarantine)", op, p);
     uintptr_t rec = *trailer_of(p, r->usable) ^ trailer_code(p);
     size_t size = rec_size(rec);
     /* An overwritten record is the likelier story than a freed one: it is checked first. */
@@ -185,11 +192,11 @@ static uintptr_t verify_record(const bx_lookup_t *r, const void *p, const char *
 }
 
 size_t bx_checked_verify(const bx_lookup_t *r, const void *p, const char *op) {
-    return rec_size(verify_record(r, p, op));
+    return rec_size(verify_record(r, p, op, false));
 }
 
 size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form, const char *op) {
-    uintptr_t rec = verify_record(r, p, op);
+    uintptr_t rec = verify_record(r, p, op, false);
     /* The aligned forms of new record malloc's form: those are not told apart. */
     if (rec_form(rec) != BX_FORM_MALLOC && rec_form(rec) != form)
         bx_fatalf("%s: %p was allocated by %s, freed by %s", op, p, form_name(rec_form(rec)), op);
@@ -197,16 +204,19 @@ size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form
 }
 
 /* ---- the quarantine ------------------------------------------------------------------------
- * A freed object leaves the registry, is filled with the free fill, its trailer marked freed,
- * and parked in a FIFO ring (its own mapping, one for the process) until BX_QUARANTINE_SLOTS
- * later frees or BX_QUARANTINE_BYTES of later objects push it out: its slot is not handed out
- * again at once, a second free of it is reported as a double free, and a write into it while
- * it waits is reported with its address when it leaves (or at exit, or at bobox_check_heap). */
+ * A freed object leaves the registry, its trailer is marked freed, and it is parked in a FIFO
+ * ring (its own mapping, one for the process) until BX_QUARANTINE_SLOTS later frees or
+ * BX_QUARANTINE_BYTES of later objects push it out: its slot is not handed out again at
+ * once, and a second free of it is reported as a double free. A small or medium object is
+ * filled with the free fill, and a write into it while it waits is reported with its
+ * address when it leaves (or at exit, or at bobox_check_heap); a large one is sealed instead
+ * (no access until it leaves), so a write into it faults at once. */
 #define BX_QUARANTINE_SLOTS 1024
 #define BX_QUARANTINE_BYTES (32u << 20)
 typedef struct {
     void *object;
     size_t usable;
+    bool sealed; /* a large object made inaccessible, with the gap after it */
 } parked_t;
 
 static bx_lock_t quarantine_lock = BX_LOCK_INIT;
@@ -226,32 +236,44 @@ static bool ring_ready(void) {
     return atomic_load(&state) == 2;
 }
 
-/* Frees object p for real: a large mapping gets its guard page and original object back. */
-static void release_now(void *p) {
+/* Frees object p for real. A large mapping gets its gap's access back first, unless it is
+ * `opened` already; one the kernel will not open again is kept rather than handed out again
+ * without access. */
+static void release_now(void *p, bool opened) {
     bx_lookup_t r;
     bx_classify(p, &r);
     large_room(&r);
     if (!r.tag) bx_fatalf("free(): quarantined object %p lost", p);
-    if (r.tag == BX_TAG_LARGE) {
-        uintptr_t rec = *trailer_of(p, r.usable) ^ trailer_code(p);
-        if (rec & REC_GUARD) bx_os_protect(guard_page(r.large), bx_os_page_size(), true);
-    }
+    if (r.tag == BX_TAG_LARGE && !opened && ((*trailer_of(p, r.usable) ^ trailer_code(p)) & REC_GUARD) &&
+        !bx_os_protect(gap_of(r.large), BX_CHECK_GAP, true))
+        return;
     bx_free_resolved(&r);
 }
 
-/* Aborts if parked object q was written after it was freed: its fill or its trailer. */
-static void check_parked(const parked_t *q) {
+/* Aborts if parked object q was written after it was freed: its fill, then its trailer (a
+ * sealed object's can only be read once it is opened again). */
+static void check_fill(const parked_t *q) {
     const unsigned char *c = q->object, *end = (const unsigned char *)trailer_of(q->object, q->usable);
     if ((c = first_other(c, end, BX_FREE_FILL)) != NULL)
         bx_fatalf("write after free: object %p (%zu usable bytes) changed at byte %zu after it was freed", q->object,
                   q->usable - BX_CHECK_ROOM, (size_t)(c - (const unsigned char *)q->object));
+}
+static void check_trailer(const parked_t *q) {
     if (!((*trailer_of(q->object, q->usable) ^ trailer_code(q->object)) & REC_FREED))
         bx_fatalf("write after free: object %p: its trailer changed after it was freed", q->object);
 }
 
 static void leave_quarantine(const parked_t *q) {
-    check_parked(q);
-    release_now(q->object);
+    if (q->sealed) {
+        /* Nothing could write it meanwhile; the trailer is read once it is open again. */
+        if (!bx_os_protect(q->object, q->usable + BX_CHECK_GAP, true)) return;
+        check_trailer(q);
+        release_now(q->object, true);
+        return;
+    }
+    check_fill(q);
+    check_trailer(q);
+    release_now(q->object, false);
 }
 
 void bx_checked_release(const bx_lookup_t *r, void *p) {
@@ -259,10 +281,13 @@ void bx_checked_release(const bx_lookup_t *r, void *p) {
     if (bx_registry_remove(p) < 0) bx_fatalf("free(): double free %p (the object is in the quarantine)", p);
     *trailer_of(p, r->usable) ^= REC_FREED;
     if (!ring_ready()) {
-        release_now(p);
+        release_now(p, false);
         return;
     }
-    memset(p, BX_FREE_FILL, r->usable - sizeof(uintptr_t));
+    /* A large object (page-aligned, the gap after it) is sealed; if the kernel refuses, it is
+     * filled and checked as the others. */
+    bool sealed = r->tag == BX_TAG_LARGE && bx_os_protect(p, r->usable, false);
+    if (!sealed) memset(p, BX_FREE_FILL, r->usable - sizeof(uintptr_t));
     parked_t out[4];
     size_t n_out = 0;
     bx_lock(&quarantine_lock);
@@ -275,13 +300,16 @@ void bx_checked_release(const bx_lookup_t *r, void *p) {
     }
     bool parked = ring_count < BX_QUARANTINE_SLOTS;
     if (parked) {
-        ring[(ring_head + ring_count) % BX_QUARANTINE_SLOTS] = (parked_t){p, r->usable};
+        ring[(ring_head + ring_count) % BX_QUARANTINE_SLOTS] = (parked_t){p, r->usable, sealed};
         ring_count++;
         ring_bytes += r->usable;
     }
     bx_unlock(&quarantine_lock);
     for (size_t i = 0; i < n_out; i++) leave_quarantine(&out[i]);
-    if (!parked) release_now(p);
+    if (!parked) {
+        parked_t self = {p, r->usable, sealed};
+        leave_quarantine(&self);
+    }
 }
 
 /* ---- what is live ----------------------------------------------------------------------- */
@@ -301,13 +329,18 @@ static void check_live(void *p, unsigned meta, void *arg) {
     bx_checked_lookup(p, op, &r);
     /* Handed out and not freed, yet not found: the slot's record before it was overwritten. */
     if (!r.tag) bx_fatalf("%s: heap underflow before the start of %p: the record before it is overwritten", op, p);
-    verify_record(&r, p, op);
+    verify_record(&r, p, op, true);
 }
 
 void bx_checked_check_all(const char *op) {
     if (ring_ready()) {
         bx_lock(&quarantine_lock);
-        for (size_t i = 0; i < ring_count; i++) check_parked(&ring[(ring_head + i) % BX_QUARANTINE_SLOTS]);
+        for (size_t i = 0; i < ring_count; i++) {
+            const parked_t *q = &ring[(ring_head + i) % BX_QUARANTINE_SLOTS];
+            if (q->sealed) continue; /* no access: nothing can have written it */
+            check_fill(q);
+            check_trailer(q);
+        }
         bx_unlock(&quarantine_lock);
     }
     bx_registry_each(check_live, (void *)op);

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <fcntl.h>
 #include <string>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -170,4 +171,96 @@ TEST_CASE("checked mode: the registry of live objects follows objects across thr
     for (auto &v : made)
         for (char *p : v) a_free(p);
     REQUIRE(check_heap_now() == 1);
+}
+
+namespace {
+// Whether the byte at a can be read (write() from it fails with EFAULT otherwise), and
+// whether its page is mapped at all (mincore fails with ENOMEM on a hole): memory the
+// allocator holds with no access is mapped and unreadable.
+bool readable(const void *a) {
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    ssize_t n = write(fds[1], a, 1);
+    close(fds[0]);
+    close(fds[1]);
+    return n == 1;
+}
+bool mapped(const void *a) {
+    unsigned char v;
+    uintptr_t page = reinterpret_cast<uintptr_t>(a) & ~(uintptr_t(page_size()) - 1);
+    return mincore(reinterpret_cast<void *>(page), 1, &v) == 0;
+}
+} // namespace
+
+TEST_CASE("checked mode: a freed large object has no access while it waits in the quarantine", "[.checked]") {
+    REQUIRE(checked_mode());
+    for (const Shape &s : {Shape{"large", 600 << 10, 0}, Shape{"large, 3 MB", 3 << 20, 0},
+                           Shape{"aligned large", 5000, 65536}}) {
+        char *p = make(s);
+        REQUIRE(p != nullptr);
+        memset(p, 0x11, s.size);
+        a_free(p);
+        INFO(s.what);
+        REQUIRE(mapped(p));
+        REQUIRE_FALSE(readable(p));
+        REQUIRE_FALSE(readable(p + s.size - 1));
+        auto [sig, err] = child([&] { opaque(p)[s.size / 2] = 0x5a; });
+        REQUIRE(sig == SIGSEGV);
+        // A second free, realloc or malloc_usable_size is told apart without reading it.
+        std::string parked = text("double free %p (the object is in the quarantine)", p);
+        auto [sig2, err2] = child([&] { a_free(p); });
+        INFO(err2);
+        REQUIRE(sig2 == SIGABRT);
+        REQUIRE(err2.find("bobox: free(): " + parked) != std::string::npos);
+        auto [sig3, err3] = child([&] { a_realloc(p, 100); });
+        INFO(err3);
+        REQUIRE(sig3 == SIGABRT);
+        REQUIRE(err3.find("bobox: realloc(): " + parked) != std::string::npos);
+        auto [sig4, err4] = child([&] { a_usable(p); });
+        INFO(err4);
+        REQUIRE(sig4 == SIGABRT);
+        REQUIRE(err4.find("bobox: malloc_usable_size(): " + parked) != std::string::npos);
+        if (!foreign_allowed()) REQUIRE(a_owns(p) == 0);
+        REQUIRE(check_heap_now() == 1);
+    }
+    // Pushed out by later frees, the mappings are opened again: what reuses them can write.
+    for (int i = 0; i < 1100; i++) a_free(a_malloc(16));
+    for (size_t size : {size_t(600 << 10), size_t(3) << 20, size_t(700 << 10)}) {
+        char *q = static_cast<char *>(a_malloc(size));
+        memset(q, 0x22, size);
+        a_free(q);
+    }
+    REQUIRE(check_heap_now() == 1);
+}
+
+TEST_CASE("checked mode: a large object is followed by 1 MB with no access", "[.checked]") {
+    REQUIRE(checked_mode());
+    const size_t mb = size_t(1) << 20, page = page_size();
+    for (const Shape &s : {Shape{"large", 600 << 10, 0}, Shape{"large, 3 MB", 3 << 20, 0},
+                           Shape{"aligned large", 5000, 65536}, Shape{"page-aligned large", 700 << 10, 4096}}) {
+        a_malloc_trim(0); // no cached mapping: a fresh one, its size what the object needs
+        char *p = make(s);
+        REQUIRE(p != nullptr);
+        memset(p, 0x5a, s.size);
+        INFO(s.what);
+        // Up to 1 MB past the end, a byte is canary (caught by the check) or has no access
+        // (mapped by the allocator: not a hole that happened to follow).
+        for (size_t at : {s.size + 2 * page, s.size + mb / 2, s.size + mb}) {
+            INFO("byte " << at);
+            if (readable(p + at)) {
+                auto [sig, err] = child([&] {
+                    opaque(p)[at] = 0x5a;
+                    check_heap_now();
+                });
+                INFO(err);
+                REQUIRE(sig == SIGABRT);
+                REQUIRE(err.find(text("heap overflow past the end of %p", p)) != std::string::npos);
+            } else {
+                REQUIRE(mapped(p + at));
+                auto [sig, err] = child([&] { opaque(p)[at] = 0x5a; });
+                REQUIRE(sig == SIGSEGV);
+            }
+        }
+        a_free(p);
+    }
 }

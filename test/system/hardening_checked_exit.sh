@@ -39,6 +39,10 @@ for size in small medium; do
     expect uaf.$size abort "bobox: write after free: object"
 done
 expect uaf_atexit.small abort "bobox: write after free: object"
+note "a freed large object has no access while in the quarantine: a write faults at once"
+expect uaf.large fault
+note "a large object is followed by 1 MB with no access"
+expect over1m.large fault
 note "bobox_check_heap() runs the same checks at once"
 for size in small medium large; do
     expect check_heap_over1.$size abort "bobox: bobox_check_heap(): heap overflow past the end of"
