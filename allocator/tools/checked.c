@@ -100,7 +100,85 @@ static void check_next_free(const bx_lookup_t *r, const void *p, const char *op)
     }
 }
 
+/* ---- zero-size objects --------------------------------------------------------------------
+ * malloc(0), and every other form asked for 0 bytes, hands out an address of its own in a
+ * range reserved with no access: a read or a write through it faults at once. Each address
+ * is handed out once (a bump pointer, 16 bytes apart, or the alignment asked for), and the
+ * registry holds which are live and the form that allocated them; free takes them out, so a
+ * second free is told from an address never handed out. When the range is used up (64
+ * million objects) or cannot be had, a zero-size object is an ordinary checked object
+ * again: canary bytes, a write caught at free or exit. */
+#define ZERO_RANGE ((size_t)1 << 30)
+#define ZERO_RANGE_SMALL ((size_t)16 << 20) /* when the address space is short */
+#define ZERO_STEP 16
+#define ZERO_MAX_ALIGN 4096
+#define META_ZERO 8u /* the registry's meta of a zero-size object: this bit and the form */
+
+static atomic_int zero_state; /* 0 none, 1 being made, 2 ready, 3 not to be had */
+static uintptr_t zero_start, zero_end;
+static atomic_uintptr_t zero_next;
+
+static bool zero_ready(void) {
+    int expected = 0;
+    if (atomic_load_explicit(&zero_state, memory_order_acquire) == 2) return true;
+    if (atomic_compare_exchange_strong(&zero_state, &expected, 1)) {
+        size_t size = ZERO_RANGE;
+        void *range = bx_os_reserve_none(size);
+        if (!range) range = bx_os_reserve_none(size = ZERO_RANGE_SMALL);
+        zero_start = (uintptr_t)range;
+        zero_end = zero_start + size;
+        atomic_store(&zero_next, zero_start);
+        atomic_store_explicit(&zero_state, range ? 2 : 3, memory_order_release);
+        return range != NULL;
+    }
+    while (atomic_load(&zero_state) == 1) bx_cpu_pause();
+    return atomic_load_explicit(&zero_state, memory_order_acquire) == 2;
+}
+
+static bool in_zero_range(const void *p) {
+    return atomic_load_explicit(&zero_state, memory_order_acquire) == 2 && (uintptr_t)p - zero_start < zero_end - zero_start;
+}
+
+/* A zero-size object allocated in `form`, or NULL with *fallback set (none to be had: an
+ * ordinary checked object instead) or clear (errno ENOMEM: no room in the registry). */
+static void *zero_alloc(size_t alignment, unsigned form, bool *fallback) {
+    *fallback = true;
+    if (alignment > ZERO_MAX_ALIGN || !zero_ready()) return NULL;
+    uintptr_t step = alignment > ZERO_STEP ? alignment : ZERO_STEP;
+    uintptr_t at, cur = atomic_load_explicit(&zero_next, memory_order_relaxed);
+    do {
+        at = (cur + step - 1) & ~(step - 1);
+        if (at >= zero_end || zero_end - at < ZERO_STEP) return NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&zero_next, &cur, at + ZERO_STEP, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    *fallback = false;
+    if (!bx_registry_add((void *)at, META_ZERO | form)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return (void *)at;
+}
+
+/* The lookup of an address in the range: a live zero-size object (its form in index), or
+ * not (freed: handed out before). */
+static void zero_lookup(const void *p, bx_lookup_t *out) {
+    bx_lookup_t r = {0};
+    int meta = bx_registry_find(p);
+    if (meta >= 0 && (meta & META_ZERO)) {
+        r.tag = BX_TAG_ZERO;
+        r.object = (void *)p;
+        r.index = (uint32_t)meta & 3;
+    } else {
+        r.freed = ((uintptr_t)p & (ZERO_STEP - 1)) == 0 && (uintptr_t)p < atomic_load(&zero_next);
+    }
+    *out = r;
+}
+
 void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out) {
+    if (BX_UNLIKELY(in_zero_range(p))) {
+        zero_lookup(p, out);
+        return;
+    }
     check_headers(p, op);
     bx_classify(p, out);
     large_room(out);
@@ -120,6 +198,11 @@ static const char *form_name(unsigned form) {
 }
 
 void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
+    if (size == 0) {
+        bool fallback;
+        void *z = zero_alloc(alignment, form, &fallback);
+        if (!fallback) return z;
+    }
     size_t front = alignment > 32 ? alignment : 32;
     if (size >= (size_t)1 << REC_SIZE_BITS ||
         size > PTRDIFF_MAX - BX_CHECK_ROOM - front - BX_CHECK_GAP - 2 * bx_os_page_size()) {
@@ -168,6 +251,7 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
 
 /* `live`: p is known to be in the registry (the caller walks it). */
 static uintptr_t verify_record(const bx_lookup_t *r, const void *p, const char *op, bool live) {
+    if (r->tag == BX_TAG_ZERO) return (uintptr_t)r->index << REC_FORM_SHIFT; /* live, 0 bytes: nothing to read */
     /* A parked large object has no access: the registry tells it from a live one. */
     if (r->tag == BX_TAG_LARGE && !live && bx_registry_find(p) < 0)
         bx_fatalf("%s: double free %p (the object is in the quarantine)", op, p);
@@ -277,6 +361,10 @@ static void leave_quarantine(const parked_t *q) {
 }
 
 void bx_checked_release(const bx_lookup_t *r, void *p) {
+    if (r->tag == BX_TAG_ZERO) { /* its address is never handed out again: no quarantine */
+        if (bx_registry_remove(p) < 0) bx_fatalf("free(): double free %p", p);
+        return;
+    }
     /* Out of the registry first: from here on no check reads p as a live object. */
     if (bx_registry_remove(p) < 0) bx_fatalf("free(): double free %p (the object is in the quarantine)", p);
     *trailer_of(p, r->usable) ^= REC_FREED;
@@ -315,6 +403,10 @@ void bx_checked_release(const bx_lookup_t *r, void *p) {
 /* ---- what is live ----------------------------------------------------------------------- */
 
 int bx_checked_owns(const void *p) {
+    if (in_zero_range(p)) {
+        int meta = bx_registry_find(p);
+        return meta >= 0 && (meta & META_ZERO);
+    }
     bx_lookup_t r;
     bx_classify(p, &r);
     /* A parked object is still live to the allocator below: the registry tells. */
@@ -323,7 +415,7 @@ int bx_checked_owns(const void *p) {
 
 /* Verifies live object p of the registry (its shard's lock is held: a free of p waits). */
 static void check_live(void *p, unsigned meta, void *arg) {
-    (void)meta;
+    if (meta & META_ZERO) return; /* no byte to check */
     const char *op = arg;
     bx_lookup_t r;
     bx_checked_lookup(p, op, &r);

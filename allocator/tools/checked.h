@@ -17,6 +17,9 @@
 #include "core/core.h"
 
 #define BX_CHECK_ROOM 16
+/* The lookup's tag of a zero-size object: an address in a range with no access (never in
+ * the page map, whose tags are 1, 2 and 4). */
+#define BX_TAG_ZERO 8u
 
 /* bx_classify after validating the headers it reads (aborts naming `op` if one is trashed). */
 void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out);

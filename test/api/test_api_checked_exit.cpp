@@ -4,8 +4,10 @@
 // (test/system/hardening_checked_exit.sh runs the exit itself). Each abort is checked in a
 // forked child that then leaves through _exit, so that only the check under test can report.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <csignal>
 #include <fcntl.h>
+#include <new>
 #include <string>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -263,4 +265,87 @@ TEST_CASE("checked mode: a large object is followed by 1 MB with no access", "[.
         }
         a_free(p);
     }
+}
+
+TEST_CASE("checked mode: malloc(0) returns an address of its own with no access, which free accepts", "[.checked]") {
+    REQUIRE(checked_mode());
+    char *p = static_cast<char *>(a_malloc(0));
+    char *q = static_cast<char *>(a_malloc(0));
+    char *c = static_cast<char *>(a_calloc(0, 8));
+    char *a = static_cast<char *>(a_aligned_alloc(64, 0));
+    void *m = nullptr;
+    REQUIRE(a_posix_memalign(&m, 4096, 0) == 0);
+    REQUIRE(p != nullptr);
+    REQUIRE(q != nullptr);
+    REQUIRE(c != nullptr);
+    REQUIRE(aligned_to(a, 64));
+    REQUIRE(aligned_to(m, 4096));
+    std::vector<void *> all = {p, q, c, a, m};
+    std::sort(all.begin(), all.end());
+    REQUIRE(std::adjacent_find(all.begin(), all.end()) == all.end());
+    for (void *z : all) {
+        REQUIRE(mapped(z));
+        REQUIRE_FALSE(readable(z));
+        REQUIRE(a_usable(z) == 0);
+        if (!foreign_allowed()) REQUIRE(a_owns(z) == 1);
+    }
+    auto [sig, err] = child([&] { (void)*static_cast<volatile char *>(opaque(p)); });
+    REQUIRE(sig == SIGSEGV);
+    auto [sig2, err2] = child([&] { *static_cast<volatile char *>(opaque(c)) = 1; });
+    REQUIRE(sig2 == SIGSEGV);
+    REQUIRE(check_heap_now() == 1);
+
+    // realloc from 0 bytes moves into an ordinary object; free takes each back once.
+    char *r = static_cast<char *>(a_realloc(q, 10));
+    REQUIRE(r != q);
+    memset(r, 7, 10);
+    a_free(r);
+    a_free(p);
+    a_free(c);
+    a_free(a);
+    a_free(m);
+    if (!foreign_allowed()) REQUIRE(a_owns(p) == 0);
+    auto [sig3, err3] = child([&] { a_free(p); });
+    INFO(err3);
+    REQUIRE(sig3 == SIGABRT);
+    REQUIRE(err3.find(text("bobox: free(): double free %p", p)) != std::string::npos);
+    char *live = static_cast<char *>(a_malloc(0));
+    auto [sig4, err4] = child([&] { a_free(live + 1); });
+    INFO(err4);
+    REQUIRE(sig4 == SIGABRT);
+    REQUIRE(err4.find(text("bobox: free(): invalid pointer %p", live + 1)) != std::string::npos);
+    a_free_sized(live, 0);
+
+    // Never handed out twice, also from several threads at once.
+    std::vector<std::vector<void *>> got(4);
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 4; t++)
+        ts.emplace_back([&, t] {
+            for (int i = 0; i < 5000; i++) {
+                got[t].push_back(a_malloc(0));
+                if (i % 2) a_free(got[t].back());
+            }
+        });
+    for (auto &t : ts) t.join();
+    std::vector<void *> seen;
+    for (auto &v : got) seen.insert(seen.end(), v.begin(), v.end());
+    std::sort(seen.begin(), seen.end());
+    REQUIRE(std::adjacent_find(seen.begin(), seen.end()) == seen.end());
+    for (auto &v : got)
+        for (size_t i = 0; i < v.size(); i += 2) a_free(v[i]);
+    REQUIRE(check_heap_now() == 1);
+#ifndef API_PREFIXED
+    if (foreign_allowed()) return;
+    // The form is kept for a zero-size object too.
+    void *n = opaque(::operator new(0));
+    REQUIRE_FALSE(readable(n));
+    auto [sig5, err5] = child([&] { ::operator delete[](n); });
+    INFO(err5);
+    REQUIRE(sig5 == SIGABRT);
+    REQUIRE(err5.find(text("operator delete[](): %p was allocated by new, freed by operator delete[]()", n)) !=
+            std::string::npos);
+    ::operator delete(n);
+    void *na = opaque(::operator new[](0));
+    ::operator delete[](na);
+#endif
 }

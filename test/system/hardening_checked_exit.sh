@@ -43,6 +43,10 @@ note "a freed large object has no access while in the quarantine: a write faults
 expect uaf.large fault
 note "a large object is followed by 1 MB with no access"
 expect over1m.large fault
+note "malloc(0) and calloc(0, n): memory with no access"
+expect zero_read fault
+expect zero_write fault
+expect zero_calloc_write fault
 note "bobox_check_heap() runs the same checks at once"
 for size in small medium large; do
     expect check_heap_over1.$size abort "bobox: bobox_check_heap(): heap overflow past the end of"
