@@ -139,9 +139,9 @@ BX_API size_t bobox_malloc_usable_size(void *p) {
 
 BX_API int bobox_owns(const void *p) {
     if (!p) return 0;
+    if (BX_UNLIKELY(bx_options.check)) return bx_checked_owns(p);
     bx_lookup_t r;
     bx_classify(p, &r);
-    if (BX_UNLIKELY(bx_options.check) && r.tag) return !bx_checked_is_parked(&r, p);
     return r.tag != 0;
 }
 

@@ -7,7 +7,9 @@
 
 #include "bobox.h"
 #include "front/fastpath.h"
+#include "os/options.h"
 #include "os/os.h"
+#include "tools/checked.h"
 #include "tools/stats.h"
 
 BX_API int bobox_malloc_trim(size_t pad) {
@@ -32,6 +34,8 @@ BX_API void bobox_malloc_stats(void) {
 
 BX_API int bobox_check_heap(void) {
     bx_ensure_init();
+    /* Checked mode: every checked object of the process too, aborting as free would. */
+    if (BX_UNLIKELY(bx_options.check)) bx_checked_check_all("bobox_check_heap()");
     return bx_tls_heap ? bx_heap_check(bx_tls_heap) : 1;
 }
 

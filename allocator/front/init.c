@@ -11,6 +11,7 @@
 #include "os/options.h"
 #include "thread/reclaimer.h"
 #include "thread/thread.h"
+#include "tools/checked.h"
 #include "tools/prof.h"
 #include "tools/stats.h"
 
@@ -36,6 +37,7 @@ void bx_init_slow(void) {
         /* What may allocate, once the allocator works. */
         bx_thread_register_fork_handlers();
         pthread_atfork(NULL, NULL, bx_reclaimer_after_fork);
+        if (bx_options.check) bx_checked_start();
         bx_prof_start();
         if (bx_options.verbose) bx_options_report();
         return;

@@ -99,6 +99,13 @@ void *bx_os_reserve_zeros(size_t size) {
     return p == MAP_FAILED ? NULL : p;
 }
 
+void *bx_os_reserve_none(size_t size) {
+    int saved = errno;
+    void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    errno = saved;
+    return p == MAP_FAILED ? NULL : p;
+}
+
 bool bx_os_make_writable(void *p, size_t size) {
     uintptr_t page = bx_os_page_size();
     uintptr_t start = bx_align_down_ptr((uintptr_t)p, page);
@@ -106,7 +113,10 @@ bool bx_os_make_writable(void *p, size_t size) {
 }
 
 bool bx_os_protect(void *p, size_t size, bool access) {
-    return mprotect(p, size, access ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+    int saved = errno; /* free() must not change errno */
+    bool done = mprotect(p, size, access ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
+    errno = saved;
+    return done;
 }
 
 void bx_os_unmap(void *p, size_t size) {

@@ -18,6 +18,9 @@ void bx_os_unmap(void *p, size_t size);
 /* Address space that reads as zeros and is not counted as mapped (pages are only backed
  * once made writable); NULL if it cannot be had, or under a finite RLIMIT_AS. */
 void *bx_os_reserve_zeros(size_t size);
+/* Address space with no access and no memory behind it (checked mode's zero-size objects:
+ * any read or write faults), not counted as mapped; NULL if it cannot be had. */
+void *bx_os_reserve_none(size_t size);
 /* Makes the pages holding [p, p+size) inaccessible (false: no access) or read-write again
  * (checked mode's guard pages); false if the kernel refused. */
 bool bx_os_protect(void *p, size_t size, bool access);

@@ -17,6 +17,9 @@
 #include "core/core.h"
 
 #define BX_CHECK_ROOM 16
+/* The lookup's tag of a zero-size object: an address in a range with no access (never in
+ * the page map, whose tags are 1, 2 and 4). */
+#define BX_TAG_ZERO 8u
 
 /* bx_classify after validating the headers it reads (aborts naming `op` if one is trashed). */
 void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out);
@@ -33,9 +36,16 @@ size_t bx_checked_verify(const bx_lookup_t *r, const void *p, const char *op);
 /* As bx_checked_verify, and aborts if p was allocated by new in another form than `form`
  * (objects of malloc and of the aligned forms of new pass). */
 size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form, const char *op);
-/* Whether live-looking object p (r from bx_classify) is freed and waits in the quarantine. */
-bool bx_checked_is_parked(const bx_lookup_t *r, const void *p);
+/* Whether p is a live checked object: handed out and not freed (a freed object waiting in
+ * the quarantine is not). */
+int bx_checked_owns(const void *p);
 /* Frees verified object p (r from bx_checked_lookup) through the quarantine. */
 void bx_checked_release(const bx_lookup_t *r, void *p);
+/* Verifies every object in the quarantine (its fill and trailer: a write after free) and
+ * every live object (canaries and trailer: an overflow or underflow of an object the program
+ * may never free); aborts naming `op` ("exit()") as free would. Runs at exit by itself. */
+void bx_checked_check_all(const char *op);
+/* Start-up, once the allocator works (it may allocate): the fork handlers. */
+void bx_checked_start(void);
 
 #endif
