@@ -194,6 +194,13 @@ static inline size_t rss_bytes() {
     return rss * page_size();
 }
 
+// bobox's mapped bytes (bobox_get_stats, which the caller has checked is there).
+static inline size_t mapped_bytes() {
+    bobox_stats s;
+    get_stats_ptr()(&s);
+    return s.mapped_bytes;
+}
+
 // Small deterministic PRNG (xorshift64*).
 struct Rng {
     uint64_t s;

@@ -689,11 +689,6 @@ TEST_CASE("malloc_trim gives freed memory back to the OS and says so", "[api][tr
     if (foreign_allowed()) return; // counts bobox's own mapped bytes
     get_stats_fn stats = get_stats_ptr();
     REQUIRE(stats != nullptr);
-    auto mapped = [&] {
-        bobox_stats s;
-        stats(&s);
-        return s.mapped_bytes;
-    };
     a_malloc_trim(0); // start with empty caches
     // 64 MB of large objects, 32 MB of medium and 16 MB of small ones, all touched.
     std::vector<void *> large, rest;
@@ -703,14 +698,14 @@ TEST_CASE("malloc_trim gives freed memory back to the OS and says so", "[api][tr
     for (void *p : large) memset(p, 1, 4 * MB);
     for (size_t i = 0; i < 320; i++) memset(rest[i], 2, 100000);
     for (size_t i = 320; i < rest.size(); i++) memset(rest[i], 3, 1000);
-    size_t mapped_peak = mapped(), rss_peak = rss_bytes();
+    size_t mapped_peak = mapped_bytes(), rss_peak = rss_bytes();
     auto start = std::chrono::steady_clock::now();
     // Large ones first: checked mode's quarantine keeps the last 32 MB freed.
     for (void *p : large) a_free(p);
     for (void *p : rest) a_free(p);
-    size_t mapped_before = mapped(), rss_before = rss_bytes();
+    size_t mapped_before = mapped_bytes(), rss_before = rss_bytes();
     int r = a_malloc_trim(0);
-    size_t mapped_after = mapped(), rss_after = rss_bytes();
+    size_t mapped_after = mapped_bytes(), rss_after = rss_bytes();
     auto took = std::chrono::steady_clock::now() - start;
     INFO("mapped " << mapped_peak / 1024 << " KB live, " << mapped_before / 1024 << " KB freed, " << mapped_after / 1024
                    << " KB trimmed; RSS " << rss_peak / 1024 << ", " << rss_before / 1024 << ", " << rss_after / 1024

@@ -16,36 +16,11 @@
 #include <vector>
 
 #include "api.h"
+#include "child.h"
 
 using namespace api;
 
 namespace {
-// Runs fn in a child with stderr captured; returns (terminating signal, stderr text).
-template <class F> std::pair<int, std::string> child(F fn) {
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        signal(SIGABRT, SIG_DFL);
-        signal(SIGSEGV, SIG_DFL);
-        signal(SIGBUS, SIG_DFL);
-        dup2(fds[1], 2);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) dup2(devnull, 1);
-        close(fds[0]);
-        fn();
-        _exit(0);
-    }
-    close(fds[1]);
-    std::string err;
-    char buf[512];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, size_t(n));
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return {WIFSIGNALED(status) ? WTERMSIG(status) : 0, err};
-}
 
 using check_heap_fn = int (*)(void);
 int check_heap_now() {
@@ -83,7 +58,7 @@ TEST_CASE("checked mode: bobox_check_heap reports an overflow or underflow of an
         REQUIRE(p != nullptr);
         memset(p, 0x5a, s.size); // every requested byte is the program's
         REQUIRE(check_heap_now() == 1);
-        auto [sig, err] = child([&] {
+        auto [sig, err] = in_child([&] {
             p[s.size] = 0;
             check_heap_now();
         });
@@ -91,7 +66,7 @@ TEST_CASE("checked mode: bobox_check_heap reports an overflow or underflow of an
         REQUIRE(sig == SIGABRT);
         REQUIRE(err.find(text("bobox: bobox_check_heap(): heap overflow past the end of %p (size %zu): byte %zu overwritten",
                               p, s.size, s.size)) != std::string::npos);
-        auto [sig2, err2] = child([&] {
+        auto [sig2, err2] = in_child([&] {
             p[-1] = 0;
             check_heap_now();
         });
@@ -110,7 +85,7 @@ TEST_CASE("checked mode: bobox_check_heap reports a write into an object waiting
         memset(p, 0x11, size);
         a_free(p);
         REQUIRE(check_heap_now() == 1);
-        auto [sig, err] = child([&] {
+        auto [sig, err] = in_child([&] {
             opaque(p)[size / 2] = 0x5a;
             check_heap_now();
         });
@@ -162,7 +137,7 @@ TEST_CASE("checked mode: the registry of live objects follows objects across thr
         REQUIRE(a_owns(made[0][1]) == 1);
         REQUIRE(a_owns(freed) == 0); // in the quarantine: not live
     }
-    auto [sig, err] = child([&] {
+    auto [sig, err] = in_child([&] {
         if (check_heap_now() != 1) _exit(3);
         for (auto &v : made)
             for (char *p : v) a_free(p);
@@ -206,19 +181,19 @@ TEST_CASE("checked mode: a freed large object has no access while it waits in th
         REQUIRE(mapped(p));
         REQUIRE_FALSE(readable(p));
         REQUIRE_FALSE(readable(p + s.size - 1));
-        auto [sig, err] = child([&] { opaque(p)[s.size / 2] = 0x5a; });
+        auto [sig, err] = in_child([&] { opaque(p)[s.size / 2] = 0x5a; });
         REQUIRE(sig == SIGSEGV);
         // A second free, realloc or malloc_usable_size is told apart without reading it.
         std::string parked = text("double free %p (the object is in the quarantine)", p);
-        auto [sig2, err2] = child([&] { a_free(p); });
+        auto [sig2, err2] = in_child([&] { a_free(p); });
         INFO(err2);
         REQUIRE(sig2 == SIGABRT);
         REQUIRE(err2.find("bobox: free(): " + parked) != std::string::npos);
-        auto [sig3, err3] = child([&] { a_realloc(p, 100); });
+        auto [sig3, err3] = in_child([&] { a_realloc(p, 100); });
         INFO(err3);
         REQUIRE(sig3 == SIGABRT);
         REQUIRE(err3.find("bobox: realloc(): " + parked) != std::string::npos);
-        auto [sig4, err4] = child([&] { a_usable(p); });
+        auto [sig4, err4] = in_child([&] { a_usable(p); });
         INFO(err4);
         REQUIRE(sig4 == SIGABRT);
         REQUIRE(err4.find("bobox: malloc_usable_size(): " + parked) != std::string::npos);
@@ -250,7 +225,7 @@ TEST_CASE("checked mode: a large object is followed by 1 MB with no access", "[.
         for (size_t at : {s.size + 2 * page, s.size + mb / 2, s.size + mb}) {
             INFO("byte " << at);
             if (readable(p + at)) {
-                auto [sig, err] = child([&] {
+                auto [sig, err] = in_child([&] {
                     opaque(p)[at] = 0x5a;
                     check_heap_now();
                 });
@@ -259,7 +234,7 @@ TEST_CASE("checked mode: a large object is followed by 1 MB with no access", "[.
                 REQUIRE(err.find(text("heap overflow past the end of %p", p)) != std::string::npos);
             } else {
                 REQUIRE(mapped(p + at));
-                auto [sig, err] = child([&] { opaque(p)[at] = 0x5a; });
+                auto [sig, err] = in_child([&] { opaque(p)[at] = 0x5a; });
                 REQUIRE(sig == SIGSEGV);
             }
         }
@@ -289,9 +264,9 @@ TEST_CASE("checked mode: malloc(0) returns an address of its own with no access,
         REQUIRE(a_usable(z) == 0);
         if (!foreign_allowed()) REQUIRE(a_owns(z) == 1);
     }
-    auto [sig, err] = child([&] { (void)*static_cast<volatile char *>(opaque(p)); });
+    auto [sig, err] = in_child([&] { (void)*static_cast<volatile char *>(opaque(p)); });
     REQUIRE(sig == SIGSEGV);
-    auto [sig2, err2] = child([&] { *static_cast<volatile char *>(opaque(c)) = 1; });
+    auto [sig2, err2] = in_child([&] { *static_cast<volatile char *>(opaque(c)) = 1; });
     REQUIRE(sig2 == SIGSEGV);
     REQUIRE(check_heap_now() == 1);
 
@@ -305,12 +280,12 @@ TEST_CASE("checked mode: malloc(0) returns an address of its own with no access,
     a_free(a);
     a_free(m);
     if (!foreign_allowed()) REQUIRE(a_owns(p) == 0);
-    auto [sig3, err3] = child([&] { a_free(p); });
+    auto [sig3, err3] = in_child([&] { a_free(p); });
     INFO(err3);
     REQUIRE(sig3 == SIGABRT);
     REQUIRE(err3.find(text("bobox: free(): double free %p", p)) != std::string::npos);
     char *live = static_cast<char *>(a_malloc(0));
-    auto [sig4, err4] = child([&] { a_free(live + 1); });
+    auto [sig4, err4] = in_child([&] { a_free(live + 1); });
     INFO(err4);
     REQUIRE(sig4 == SIGABRT);
     REQUIRE(err4.find(text("bobox: free(): invalid pointer %p", live + 1)) != std::string::npos);
@@ -339,7 +314,7 @@ TEST_CASE("checked mode: malloc(0) returns an address of its own with no access,
     // The form is kept for a zero-size object too.
     void *n = opaque(::operator new(0));
     REQUIRE_FALSE(readable(n));
-    auto [sig5, err5] = child([&] { ::operator delete[](n); });
+    auto [sig5, err5] = in_child([&] { ::operator delete[](n); });
     INFO(err5);
     REQUIRE(sig5 == SIGABRT);
     REQUIRE(err5.find(text("operator delete[](): %p was allocated by new, freed by operator delete[]()", n)) !=

@@ -13,36 +13,11 @@
 #include <new>
 
 #include "api.h"
+#include "child.h"
 
 using namespace api;
 
 namespace {
-// Runs fn in a child with stderr captured; returns (terminating signal, stderr text).
-template <class F> std::pair<int, std::string> in_child(F fn) {
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        // The abort is the expected outcome: keep Catch2's fatal-signal handler (and its
-        // report on our shared stdout) out of the child.
-        signal(SIGABRT, SIG_DFL);
-        dup2(fds[1], 2);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0) dup2(devnull, 1);
-        close(fds[0]);
-        fn();
-        _exit(0);
-    }
-    close(fds[1]);
-    std::string err;
-    char buf[512];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, size_t(n));
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    return {WIFSIGNALED(status) ? WTERMSIG(status) : 0, err};
-}
 } // namespace
 
 TEST_CASE("the slot start of an over-allocated aligned object is not ours to free", "[api][invalid]") {

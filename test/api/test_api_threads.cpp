@@ -1050,11 +1050,6 @@ TEST_CASE("malloc_trim reaches the caches of a live thread that went idle, at it
     if (foreign_allowed() || checked_mode()) return; // counts bobox's own mapped bytes
     get_stats_fn stats = get_stats_ptr();
     REQUIRE(stats != nullptr);
-    auto mapped = [&] {
-        bobox_stats s;
-        stats(&s);
-        return s.mapped_bytes;
-    };
     std::mutex m;
     std::condition_variable cv;
     int phase = 0; // 1: the worker freed everything and waits; 2: main trimmed; 3: worker called malloc
@@ -1079,11 +1074,11 @@ TEST_CASE("malloc_trim reaches the caches of a live thread that went idle, at it
     std::unique_lock<std::mutex> lock(m);
     cv.wait(lock, [&] { return phase == 1; });
     a_malloc_trim(0);
-    size_t after_trim = mapped();
+    size_t after_trim = mapped_bytes();
     phase = 2;
     cv.notify_all();
     cv.wait(lock, [&] { return phase == 3; });
-    size_t after_call = mapped();
+    size_t after_call = mapped_bytes();
     phase = 4;
     cv.notify_all();
     lock.unlock();

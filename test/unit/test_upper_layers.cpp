@@ -1,11 +1,10 @@
 // The layers above the superblock (heap, retention, thread, core), through the C probes of
 // upper_layers.c.
 #include <catch2/catch.hpp>
+#include "child.h"
 #include <csignal>
 #include <cstdint>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
 
 extern "C" {
 const char *probe_heap_small(size_t size, int n);
@@ -43,24 +42,9 @@ TEST_CASE("core allocates as the bin would, frees, aligns, and calls the large-f
 }
 
 TEST_CASE("core's free of an address inside an object aborts naming the operation", "[core]") {
-    int fds[2];
-    REQUIRE(pipe(fds) == 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 2);
-        probe_core_free_inside();
-        _exit(0);
-    }
-    close(fds[1]);
-    std::string err;
-    char buf[256];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, size_t(n));
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
+    auto [sig, err] = in_child(probe_core_free_inside);
     INFO(err);
-    REQUIRE(WIFSIGNALED(status));
-    REQUIRE(WTERMSIG(status) == SIGABRT);
+    REQUIRE(sig == SIGABRT);
     REQUIRE(err.find("probe_free(): invalid pointer") != std::string::npos);
 }
 
