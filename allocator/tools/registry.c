@@ -6,11 +6,11 @@
 
 #define SHARD_BITS 6
 #define SHARDS (1u << SHARD_BITS)
-#define CHUNK_SHIFT 16                       /* a bitmap covers 64 KB of address space */
-#define SLOTS (1u << (CHUNK_SHIFT - 4))      /* one bit per 16 bytes: 4096 */
-#define WORDS (SLOTS / 64)                   /* 64 words: 512 bytes */
-#define META_PLANES 4                        /* one bitmap per bit of meta */
-#define MIN_BITS 6                           /* 64 records to start with */
+#define CHUNK_SHIFT 16                  /* a bitmap covers 64 KB of address space */
+#define SLOTS (1u << (CHUNK_SHIFT - 4)) /* one bit per 16 bytes: 4096 */
+#define WORDS (SLOTS / 64)              /* 64 words: 512 bytes */
+#define META_PLANES 4                   /* one bitmap per bit of meta */
+#define MIN_BITS 6                      /* 64 records to start with */
 #define PIECE_BYTES (WORDS * sizeof(uint64_t))
 #define SLAB_BYTES ((size_t)64 << 10)
 
@@ -25,9 +25,9 @@ typedef struct {
 
 typedef struct {
     bx_lock_t lock;
-    unsigned bits;     /* the table has 1 << bits records; 0: none yet */
-    size_t records;    /* records in use */
-    size_t entries;    /* live objects */
+    unsigned bits;  /* the table has 1 << bits records; 0: none yet */
+    size_t records; /* records in use */
+    size_t entries; /* live objects */
     record_t *table;
     uint64_t *free_live, *free_meta; /* zeroed pieces, linked through their first word */
     char *slab, *slab_end;           /* the rest of the last slab */
