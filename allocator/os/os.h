@@ -22,7 +22,8 @@ void *bx_os_reserve_zeros(size_t size);
  * any read or write faults), not counted as mapped; NULL if it cannot be had. */
 void *bx_os_reserve_none(size_t size);
 /* Makes the pages holding [p, p+size) inaccessible (false: no access) or read-write again
- * (checked mode's guard pages); false if the kernel refused. */
+ * (checked mode's gaps after large objects, and large objects in its quarantine); false if
+ * the kernel refused. */
 bool bx_os_protect(void *p, size_t size, bool access);
 /* Makes the pages holding [p, p+size) of such a reservation writable. */
 bool bx_os_make_writable(void *p, size_t size);

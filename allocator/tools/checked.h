@@ -1,6 +1,8 @@
 /* checked.h - checked mode (BOBOX_CHECK=1): canaries before and after each object, a
- * quarantine for freed objects, fills, guard pages, and validation of the headers an
- * operation touches, on every call (docs/hardening.md).
+ * quarantine for freed objects, fills, memory with no access (a 1 MB gap after each large
+ * object, a large object while it waits in the quarantine, zero-size objects), validation
+ * of the headers an operation touches on every call, and the same checks of every object
+ * left at exit (docs/hardening.md).
  *
  * A checked object sits 32 bytes (or its alignment) into a slot BX_CHECK_ROOM bytes larger
  * still: the slot start holds the aligned-object record (block.h) that lets free find it,
@@ -8,8 +10,9 @@
  * hold the requested size, the allocating form and the layout, mangled with the object's
  * address and the link secret; every byte between the requested size and the trailer holds
  * the canary byte. free, realloc and malloc_usable_size verify them all, so a write past
- * the end or before the start is reported with the object's address and size. Every call
- * leaves the fast paths (the thread's fast-path heap stays NULL), so the default mode pays
+ * the end or before the start is reported with the object's address and size; a registry
+ * of the live objects (registry.h) lets the exit check reach the objects never freed. Every
+ * call leaves the fast paths (the thread's fast-path heap stays NULL), so the default mode pays
  * nothing for this. */
 #ifndef BX_CHECKED_H
 #define BX_CHECKED_H
@@ -26,8 +29,9 @@ void bx_checked_lookup(const void *p, const char *op, bx_lookup_t *out);
 /* The object forms a free must match (C++ delete and delete[] check theirs). */
 enum { BX_FORM_MALLOC, BX_FORM_NEW, BX_FORM_NEW_ARRAY };
 /* A checked object of `size` bytes (aligned to `alignment`) allocated in `form`: front and
- * back canaries, the trailer record, filled with a non-zero pattern, a guard page after a
- * large one. NULL with errno ENOMEM. */
+ * back canaries, the trailer record, filled with a non-zero pattern, a 1 MB gap with no
+ * access after a large one; of 0 bytes, an address of its own with no access. NULL with
+ * errno ENOMEM. */
 void *bx_checked_alloc(size_t alignment, size_t size, unsigned form);
 /* Validates the canaries and the trailer of r's object p (found by bx_checked_lookup) and,
  * for the owner, the free list's next link; returns the requested size. `op` names the

@@ -324,3 +324,31 @@ TEST_CASE("checked mode: malloc(0) returns an address of its own with no access,
     ::operator delete[](na);
 #endif
 }
+
+TEST_CASE("checked mode: new memory holds 0xbe, freed memory 0xdf, and a write of zero after free is caught", "[.checked]") {
+    REQUIRE(checked_mode());
+    // The fills are patterns, not zeros (docs/hardening.md): a zero written after free (a
+    // pointer or a count cleared in a freed object) changes the fill and is reported.
+    for (size_t size : {size_t(24), size_t(4096), size_t(100000), size_t(3) << 20}) {
+        INFO(size << " bytes");
+        unsigned char *p = static_cast<unsigned char *>(a_malloc(size));
+        size_t odd = 0;
+        for (size_t i = 0; i < size; i++) odd += p[i] != 0xbe;
+        REQUIRE(odd == 0);
+        unsigned char *z = static_cast<unsigned char *>(a_calloc(1, size));
+        REQUIRE(first_nonzero(z, size) == SIZE_MAX);
+        a_free(z);
+        memset(p, 0x11, size);
+        a_free(p);
+        if (size > kMediumMax) continue; // large: no access while parked (its own case)
+        for (size_t i = 0; i < size; i++) odd += p[i] != 0xdf;
+        REQUIRE(odd == 0);
+        auto [sig, err] = in_child([&] {
+            memset(opaque(p) + size / 2, 0, 8);
+            check_heap_now();
+        });
+        INFO(err);
+        REQUIRE(sig == SIGABRT);
+        REQUIRE(err.find(text("bobox: write after free: object %p (", p)) != std::string::npos);
+    }
+}

@@ -7,7 +7,10 @@
  * Kinds (sizes: small 24 B, medium 100 KB, large 2 MB, bobox's three size ranges):
  *   over1.SIZE, over8.SIZE  write 1 (8) bytes past the end, exit
  *   under1.SIZE             write the byte before the start, exit
+ *   under32.SIZE            write the 32 bytes before the start (a small object's slot
+ *                           record too), exit
  *   uaf.SIZE                free, write into the middle, exit
+ *   uaf_zero.SIZE           free, write a zero into the middle, exit
  *   uaf_atexit.small        an atexit handler frees an object and writes into it
  *   check_heap_over1.SIZE   write past the end, then bobox_check_heap(), then _exit(0)
  *   check_heap_uaf.SIZE     free, write, then bobox_check_heap(), then _exit(0)
@@ -149,9 +152,14 @@ int main(int argc, char **argv) {
         memset(launder(p + n), 0x5a, 8);
     } else if (!strcmp(kind, "under1")) {
         ((char *)launder(p))[-1] = 0x5a;
+    } else if (!strcmp(kind, "under32")) {
+        memset((char *)launder(p) - 32, 0x5a, 32);
     } else if (!strcmp(kind, "uaf")) {
         free(p);
         ((volatile char *)launder(p))[n / 2] = 0x5a;
+    } else if (!strcmp(kind, "uaf_zero")) {
+        free(p);
+        ((volatile char *)launder(p))[n / 2] = 0;
     } else if (!strcmp(kind, "over1m")) {
         /* Memory of the program's own there, unless the allocator keeps the address: a fault
          * then comes from the allocator's gap, not from a hole that happened to follow. */

@@ -33,10 +33,12 @@ for size in small medium large; do
     expect over1.$size abort "bobox: exit(): heap overflow past the end of"
     expect over8.$size abort "bobox: exit(): heap overflow past the end of"
     expect under1.$size abort "bobox: exit(): heap underflow before the start of"
+    expect under32.$size abort "bobox: exit(): heap underflow before the start of"
 done
 note "written after free, still in the quarantine at exit"
 for size in small medium; do
     expect uaf.$size abort "bobox: write after free: object"
+    expect uaf_zero.$size abort "bobox: write after free: object" # the fill is not zero
 done
 expect uaf_atexit.small abort "bobox: write after free: object"
 note "a freed large object has no access while in the quarantine: a write faults at once"

@@ -44,7 +44,7 @@ expect_abort checked 'bobox: operator delete[](): 0x… was allocated by new, fr
 expect_pass underflow 1
 expect_pass delete-array-of-new
 
-grep -qF 'freed: filled with `0xdf`; new: filled with `0xbe` (`calloc`: zero)' "$README" ||
+grep -qF 'freed: filled with `0xdf` (a large object: no access until it leaves the quarantine); new: filled with `0xbe` (`calloc`: zero)' "$README" ||
     fail "the README no longer states the fill patterns checked here"
 out=$(BOBOX_CHECK=1 LD_PRELOAD=$SO timeout 20 "$PROGS/hard_messages" fills 2>&1) || fail "fills: exit status $?: $out"
 echo "$out"
