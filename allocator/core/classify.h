@@ -109,4 +109,58 @@ static inline __attribute__((always_inline)) void bx_classify(const void *p, bx_
     *out = r;
 }
 
+/* Where an arbitrary address lies among our objects, for the checks of the program's copies
+ * (tools/copycheck.h): the slot of a formatted small block or a medium superblock holding it,
+ * live or free, or the large object whose mapping's first 64 KB hold it (its header page
+ * included: `start` is then past it; not the chunk's memory before the mapping). tag 0 for anything else: foreign memory, a header, a
+ * block not formatted or a slot never handed out, the rest of a large mapping. Reads only
+ * what bx_classify reads; never writes. */
+typedef struct {
+    unsigned tag;
+    char *start, *end; /* the slot, or the large object's usable bytes */
+    bool freed;
+    uintptr_t key; /* small and medium: the format's free key */
+} bx_place_t;
+
+static inline void bx_locate(const void *q, bx_place_t *out) {
+    uintptr_t entry = bx_pagemap_get(q);
+    out->tag = 0;
+    switch (bx_tag_of(entry)) {
+    case BX_TAG_SMALL: {
+        bx_block_t *blk = bx_block_of(q);
+        if (bx_block_unowned(blk)) return;
+        char *obj = bx_block_object(blk, q);
+        if (!obj || !bx_block_is_slot(blk, obj)) return;
+        out->key = bx_block_key(blk);
+        out->start = obj;
+        out->end = obj + blk->size;
+        out->freed = bx_object_is_free(obj, out->key);
+        break;
+    }
+    case BX_TAG_MEDIUM: {
+        bx_superblock_t *sb = bx_span_of(entry);
+        uint32_t index;
+        char *obj = sb->owner ? bx_sb_object(sb, q, &index) : NULL;
+        if (!obj) return;
+        out->key = sb->free_key;
+        out->start = obj;
+        out->end = obj + sb->block_size;
+        out->freed = !bx_sb_live(sb, index);
+        break;
+    }
+    case BX_TAG_LARGE: {
+        bx_large_t *l = bx_span_of(entry);
+        /* The chunk may hold the end of other memory before the mapping starts. */
+        if ((const char *)q < l->base || (const char *)q >= l->base + l->map_size) return;
+        out->key = 0;
+        out->start = l->user;
+        out->end = l->user + l->usable;
+        out->freed = false;
+        break;
+    }
+    default: return;
+    }
+    out->tag = bx_tag_of(entry);
+}
+
 #endif

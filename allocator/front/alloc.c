@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/copy.h"
 #include "bobox.h"
 #include "front/fastpath.h"
 #include "mem/large.h"
@@ -57,12 +58,12 @@ BX_API void *bobox_calloc(size_t count, size_t size) {
         void *p =
             h ? bx_heap_alloc_large(h, total, BX_ALIGNMENT, &fresh) : bx_large_alloc(total, BX_ALIGNMENT, 0, &fresh);
         if (p) {
-            if (!fresh) memset(p, 0, total);
+            if (!fresh) bx_fill(p, 0, total);
             return p;
         }
     }
     void *p = bobox_malloc(total);
-    if (p) memset(p, 0, total);
+    if (p) bx_fill(p, 0, total);
     return p;
 }
 

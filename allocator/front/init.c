@@ -12,6 +12,7 @@
 #include "thread/reclaimer.h"
 #include "thread/thread.h"
 #include "tools/checked.h"
+#include "tools/copycheck.h"
 #include "tools/prof.h"
 #include "tools/stats.h"
 
@@ -33,6 +34,7 @@ void bx_init_slow(void) {
         bx_reclaimer_init();
         bx_prof_init();
         for (bx_init_step_fn **step = __start_bx_init_steps; step < __stop_bx_init_steps; step++) (*step)();
+        bx_copies_checked = bx_options.check || bx_options.copies;
         atomic_store(&bx_init_state, BX_INIT_DONE);
         /* What may allocate, once the allocator works. */
         bx_thread_register_fork_handlers();

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/copy.h"
 #include "bobox.h"
 #include "tools/checked.h"
 #include "front/fastpath.h"
@@ -27,7 +28,7 @@ BX_API void *bobox_realloc(void *p, size_t size) {
         size_t old = bx_checked_verify(&r, p, "realloc()");
         void *q = bx_checked_alloc(BX_ALIGNMENT, size, BX_FORM_MALLOC);
         if (!q) return NULL;
-        memcpy(q, p, size < old ? size : old);
+        bx_copy(q, p, size < old ? size : old);
         bx_checked_release(&r, p);
         return q;
     }
@@ -54,7 +55,7 @@ BX_API void *bobox_realloc(void *p, size_t size) {
     void *q = bobox_malloc(room);
     if (!q && room > size) q = bobox_malloc(size);
     if (!q) return NULL;
-    memcpy(q, p, size < r.usable ? size : r.usable);
+    bx_copy(q, p, size < r.usable ? size : r.usable);
     /* Read before the free: another heap's block may be given away once p reaches it. */
     bool own_small = r.tag == BX_TAG_SMALL && r.block->heap == bx_tls_heap;
     bx_free_resolved(&r);

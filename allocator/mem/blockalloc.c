@@ -1,4 +1,5 @@
 /* blockalloc.c - block allocators over superblocks, with the min-heap of DESIGN §5. */
+#include "base/copy.h"
 #include "mem/blockalloc.h"
 
 #include <string.h>
@@ -27,7 +28,8 @@ static void sift_down(bx_blockalloc_t *ba, uint32_t i) {
     for (;;) {
         uint32_t child = 2 * i + 1;
         if (child >= ba->count) break;
-        if (child + 1 < ba->count && bx_sb_free_blocks(ba->heap[child + 1]) < bx_sb_free_blocks(ba->heap[child])) child++;
+        if (child + 1 < ba->count && bx_sb_free_blocks(ba->heap[child + 1]) < bx_sb_free_blocks(ba->heap[child]))
+            child++;
         if (bx_sb_free_blocks(sb) <= bx_sb_free_blocks(ba->heap[child])) break;
         heap_set(ba, i, ba->heap[child]);
         i = child;
@@ -42,7 +44,7 @@ static bool heap_insert(bx_blockalloc_t *ba, bx_superblock_t *sb) {
         bx_superblock_t **grown = bx_os_map(cap * sizeof *grown);
         if (!grown) return false;
         if (ba->heap) {
-            memcpy(grown, ba->heap, ba->count * sizeof *grown);
+            bx_copy(grown, ba->heap, ba->count * sizeof *grown);
             bx_os_unmap(ba->heap, ba->cap * sizeof *grown);
         }
         ba->heap = grown;

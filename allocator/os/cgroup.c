@@ -1,5 +1,6 @@
 /* cgroup.c - the memory limit of the process's cgroups, read from /proc and /sys. */
 #define _GNU_SOURCE
+#include "base/copy.h"
 #include "os/cgroup.h"
 
 #include <fcntl.h>
@@ -13,7 +14,7 @@
 static bool path_append(char *buf, size_t size, const char *s, size_t n) {
     size_t len = strlen(buf);
     if (len + n >= size) return false;
-    memcpy(buf + len, s, n);
+    bx_copy(buf + len, s, n);
     buf[len + n] = 0;
     return true;
 }

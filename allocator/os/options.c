@@ -1,4 +1,5 @@
 /* options.c - BOBOX_* environment settings. A bad value is reported once, the default kept. */
+#include "base/copy.h"
 #include "os/options.h"
 
 #include "os/cgroup.h"
@@ -6,6 +7,7 @@
 
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/sysinfo.h>
 
@@ -64,6 +66,18 @@ static bool parse_flag(const char *name, const char *s) {
     return false;
 }
 
+/* BOBOX_CHECK: a flag, or "copies" (only the program's copies checked). */
+static void check_setting(void) {
+    const char *s = getenv("BOBOX_CHECK");
+    if (s && !strcmp(s, "copies"))
+        bx_options.copies = true;
+    else if (s && *s && strcmp(s, "0") && strcmp(s, "1") && strcmp(s, "yes") && strcmp(s, "no") && strcmp(s, "true") &&
+             strcmp(s, "false"))
+        bx_message("bobox: ignoring BOBOX_CHECK=%s (expected 0, 1 or copies)\n", s);
+    else
+        bx_options.check = parse_flag("BOBOX_CHECK", s);
+}
+
 const char *const bx_thp_names[] = {"auto", "never", "always", "system"};
 
 int bx_thp_advice(bool superblock) {
@@ -79,11 +93,12 @@ int bx_thp_advice(bool superblock) {
 static int word_setting(const char *name, const char *const *words, int count, int fallback) {
     const char *s = getenv(name);
     if (!s) return fallback;
-    char expected[128] = "";
+    char expected[128];
+    size_t len = 0;
     for (int i = 0; i < count; i++) {
         if (!strcmp(s, words[i])) return i;
-        if (i) strncat(expected, ", ", sizeof expected - strlen(expected) - 1);
-        strncat(expected, words[i], sizeof expected - strlen(expected) - 1);
+        len += (size_t)snprintf(expected + len, sizeof expected - len, "%s%s", i ? ", " : "", words[i]);
+        if (len >= sizeof expected) len = sizeof expected - 1;
     }
     bx_message("bobox: ignoring %s=%s (expected one of: %s); using %s\n", name, s, expected, words[fallback]);
     return fallback;
@@ -103,7 +118,7 @@ static void prof_options(void) {
     const char *prefix = getenv("BOBOX_PROF");
     if (prefix && *prefix) {
         if (strlen(prefix) < sizeof prof_prefix) {
-            strcpy(prof_prefix, prefix);
+            bx_copy(prof_prefix, prefix, strlen(prefix) + 1);
             bx_options.prof_prefix = prof_prefix;
         } else {
             bx_message("bobox: ignoring BOBOX_PROF (a path prefix of %zu bytes; at most %zu); profiling off\n",
@@ -130,7 +145,7 @@ void bx_options_init(void) {
     else
         bx_options.stats = parse_flag("BOBOX_STATS", stats);
     bx_options.verbose = parse_flag("BOBOX_VERBOSE", getenv("BOBOX_VERBOSE"));
-    bx_options.check = parse_flag("BOBOX_CHECK", getenv("BOBOX_CHECK"));
+    check_setting();
     uint64_t mb = number_setting("BOBOX_CACHE_MB", 0, 1 << 20, default_cache_mb());
     bx_options.cache_bytes = (size_t)mb * BX_MB;
     bx_options.decay_ms = number_setting("BOBOX_DECAY_MS", 0, 3600 * 1000, DEFAULT_DECAY_MS);
@@ -145,9 +160,14 @@ void bx_options_init(void) {
 }
 
 void bx_options_report(void) {
-    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_THP=%s BOBOX_STATS=%s BOBOX_CHECK=%d\n",
+    bx_message("bobox: settings: BOBOX_CACHE_MB=%zu BOBOX_DECAY_MS=%llu BOBOX_THP=%s BOBOX_STATS=%s BOBOX_CHECK=%s\n",
                bx_options.cache_bytes / BX_MB, (unsigned long long)bx_options.decay_ms, bx_thp_names[bx_options.thp],
-               bx_options.stats_json ? "json" : bx_options.stats ? "1" : "0", bx_options.check);
+               bx_options.stats_json ? "json"
+               : bx_options.stats    ? "1"
+                                     : "0",
+               bx_options.check    ? "1"
+               : bx_options.copies ? "copies"
+                                   : "0");
     char mem[240];
     bx_mempolicy_format(&bx_options.mem, mem, sizeof mem);
     bx_message("bobox: settings: BOBOX_MEM=%s\n", mem);

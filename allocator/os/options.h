@@ -6,14 +6,15 @@
 #include "os/mempolicy.h"
 
 typedef struct bx_options_s {
-    bool stats;         /* BOBOX_STATS=1: report at exit */
-    bool verbose;       /* BOBOX_VERBOSE=1: report the settings in force */
-    bool check;         /* BOBOX_CHECK=1: canaries and header validation on every call */
-    size_t cache_bytes; /* BOBOX_CACHE_MB: most free memory each node's superblock cache, and
+    bool stats;              /* BOBOX_STATS=1: report at exit */
+    bool verbose;            /* BOBOX_VERBOSE=1: report the settings in force */
+    bool check;              /* BOBOX_CHECK=1: canaries and header validation on every call */
+    bool copies;             /* BOBOX_CHECK=copies: the default mode, with the program's copies checked */
+    size_t cache_bytes;      /* BOBOX_CACHE_MB: most free memory each node's superblock cache, and
                           * the cache of freed large objects, may keep */
-    uint64_t decay_ms;  /* BOBOX_DECAY_MS: how long free memory may stay cached */
-    int thp;            /* BOBOX_THP: enum bx_thp */
-    bool stats_json;    /* BOBOX_STATS=json: the exit report as one JSON object */
+    uint64_t decay_ms;       /* BOBOX_DECAY_MS: how long free memory may stay cached */
+    int thp;                 /* BOBOX_THP: enum bx_thp */
+    bool stats_json;         /* BOBOX_STATS=json: the exit report as one JSON object */
     const char *prof_prefix; /* BOBOX_PROF: heap profiling on, profiles to PREFIX.PID... */
     size_t prof_rate;        /* BOBOX_PROF_RATE: mean bytes between samples */
     int prof_signal;         /* BOBOX_PROF_SIGNAL: a dump on this signal (0: none) */

@@ -1,4 +1,5 @@
 /* checked.c - canaries and header validation for BOBOX_CHECK=1. */
+#include "base/copy.h"
 #include "tools/checked.h"
 
 #include <errno.h>
@@ -88,8 +89,7 @@ static void check_headers(const void *p, const char *op) {
 static void check_next_free(const bx_lookup_t *r, const void *p, const char *op) {
     if (r->tag == BX_TAG_SMALL) {
         const bx_block_t *b = r->block;
-        if (b->heap == bx_tls_heap && b->free != BX_FREE_END &&
-            !bx_block_check_free_object(b, b->mem + b->free))
+        if (b->heap == bx_tls_heap && b->free != BX_FREE_END && !bx_block_check_free_object(b, b->mem + b->free))
             bx_fatalf("%s: corrupted free list in block %p (object %p)", op, (const void *)b, p);
     } else if (r->tag == BX_TAG_MEDIUM) {
         const bx_superblock_t *sb = r->sb;
@@ -136,7 +136,8 @@ static bool zero_ready(void) {
 }
 
 static bool in_zero_range(const void *p) {
-    return atomic_load_explicit(&zero_state, memory_order_acquire) == 2 && (uintptr_t)p - zero_start < zero_end - zero_start;
+    return atomic_load_explicit(&zero_state, memory_order_acquire) == 2 &&
+           (uintptr_t)p - zero_start < zero_end - zero_start;
 }
 
 /* A zero-size object allocated in `form`, or NULL with *fallback set (none to be had: an
@@ -213,7 +214,8 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
     /* Room for the gap wherever the request may end up large (aligned.c's rule). */
     if (total + (alignment > BX_ALIGNMENT ? alignment : 0) > BX_MEDIUM_MAX || alignment >= BX_BLOCK_SIZE)
         total += BX_CHECK_GAP;
-    unsigned char *q = alignment <= BX_ALIGNMENT ? bx_alloc_unchecked(total) : bx_alloc_aligned_unchecked(alignment, total);
+    unsigned char *q =
+        alignment <= BX_ALIGNMENT ? bx_alloc_unchecked(total) : bx_alloc_aligned_unchecked(alignment, total);
     if (!q) return NULL;
     bx_lookup_t r;
     bx_checked_lookup(q, "malloc()", &r);
@@ -233,10 +235,10 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
         bx_object_mark_aligned(r.object, p, bx_object_key(r.object));
     }
     unsigned char *front_from = front_start(&r, p, front);
-    memset(front_from, canary_byte(), (size_t)(p - front_from));
+    bx_fill(front_from, canary_byte(), (size_t)(p - front_from));
     unsigned char *end = (unsigned char *)trailer_of(p, usable);
-    memset(p, BX_NEW_FILL, size); /* calloc clears it again */
-    memset(p + size, canary_byte(), (size_t)(end - p - size));
+    bx_fill(p, BX_NEW_FILL, size); /* calloc clears it again */
+    bx_fill(p + size, canary_byte(), (size_t)(end - p - size));
     uintptr_t rec = size | (uintptr_t)__builtin_ctzl(front) << REC_FRONT_SHIFT | (uintptr_t)form << REC_FORM_SHIFT |
                     (guard ? REC_GUARD : 0);
     *(uintptr_t *)end = rec ^ trailer_code(p);
@@ -258,8 +260,7 @@ static uintptr_t verify_record(const bx_lookup_t *r, const void *p, const char *
     uintptr_t rec = *trailer_of(p, r->usable) ^ trailer_code(p);
     size_t size = rec_size(rec);
     /* An overwritten record is the likelier story than a freed one: it is checked first. */
-    if (rec_form(rec) > 2 || size > r->usable - BX_CHECK_ROOM || rec_front(rec) < 32 ||
-        (rec & ((uintptr_t)0x3f << 57)))
+    if (rec_form(rec) > 2 || size > r->usable - BX_CHECK_ROOM || rec_front(rec) < 32 || (rec & ((uintptr_t)0x3f << 57)))
         bx_fatalf("%s: heap overflow past the end of %p (%zu usable bytes; the size record is overwritten)", op, p,
                   r->usable - BX_CHECK_ROOM);
     if (rec & REC_FREED) bx_fatalf("%s: double free %p (the object is in the quarantine)", op, p);
@@ -285,6 +286,39 @@ size_t bx_checked_verify_form(const bx_lookup_t *r, const void *p, unsigned form
     if (rec_form(rec) != BX_FORM_MALLOC && rec_form(rec) != form)
         bx_fatalf("%s: %p was allocated by %s, freed by %s", op, p, form_name(rec_form(rec)), op);
     return rec_size(rec);
+}
+
+/* The bounds a copy at q must stay in: the bytes asked for of the checked object whose slot
+ * `at` (bx_locate) holds q, or a zero-size object's address. False when q is in no object of
+ * ours, or the object's record is overwritten (free or the exit check reports that). */
+bool bx_checked_bounds(const bx_place_t *at, const void *q, char **start, size_t *size, bool *freed) {
+    if (in_zero_range(q)) {
+        *start = (char *)((uintptr_t)q & ~(uintptr_t)(ZERO_STEP - 1));
+        *size = 0;
+        *freed = false;
+        return true;
+    }
+    if (!at->tag) return false;
+    char *p = at->start;
+    if (at->tag != BX_TAG_LARGE) {
+        /* A checked object sits inside its slot, which records where (bx_checked_alloc). */
+        if (!bx_object_is_aligned(at->start, at->key)) {
+            if (!at->freed) return false;
+            *start = at->start; /* left the quarantine: the whole slot is free */
+            *size = (size_t)(at->end - at->start);
+            *freed = true;
+            return true;
+        }
+        p = (char *)((uintptr_t *)at->start)[0];
+        if (p <= at->start || p >= at->end) return false;
+    }
+    size_t usable = (size_t)(at->end - p) - (at->tag == BX_TAG_LARGE ? BX_CHECK_GAP : 0);
+    uintptr_t rec = *trailer_of(p, usable) ^ trailer_code(p);
+    if (rec_size(rec) > usable - BX_CHECK_ROOM || rec_form(rec) > 2) return false;
+    *start = p;
+    *size = rec_size(rec);
+    *freed = (rec & REC_FREED) != 0;
+    return true;
 }
 
 /* ---- the quarantine ------------------------------------------------------------------------
@@ -375,12 +409,13 @@ void bx_checked_release(const bx_lookup_t *r, void *p) {
     /* A large object (page-aligned, the gap after it) is sealed; if the kernel refuses, it is
      * filled and checked as the others. */
     bool sealed = r->tag == BX_TAG_LARGE && bx_os_protect(p, r->usable, false);
-    if (!sealed) memset(p, BX_FREE_FILL, r->usable - sizeof(uintptr_t));
+    if (!sealed) bx_fill(p, BX_FREE_FILL, r->usable - sizeof(uintptr_t));
     parked_t out[4];
     size_t n_out = 0;
     bx_lock(&quarantine_lock);
     /* Room for p: the oldest leave (at most a few per call; the rest leave on later frees). */
-    while (ring_count && n_out < 4 && (ring_count == BX_QUARANTINE_SLOTS || ring_bytes + r->usable > BX_QUARANTINE_BYTES)) {
+    while (ring_count && n_out < 4 &&
+           (ring_count == BX_QUARANTINE_SLOTS || ring_bytes + r->usable > BX_QUARANTINE_BYTES)) {
         out[n_out++] = ring[ring_head];
         ring_bytes -= ring[ring_head].usable;
         ring_head = (ring_head + 1) % BX_QUARANTINE_SLOTS;

@@ -49,6 +49,10 @@ void bx_checked_release(const bx_lookup_t *r, void *p);
  * every live object (canaries and trailer: an overflow or underflow of an object the program
  * may never free); aborts naming `op` ("exit()") as free would. Runs at exit by itself. */
 void bx_checked_check_all(const char *op);
+/* The bytes a copy at q may touch: those asked for of the checked object holding q (`at`,
+ * from bx_locate), and whether it is freed (in the quarantine or after); false when q is in
+ * none, or its record is overwritten. */
+bool bx_checked_bounds(const bx_place_t *at, const void *q, char **start, size_t *size, bool *freed);
 /* Start-up, once the allocator works (it may allocate): the fork handlers. */
 void bx_checked_start(void);
 

@@ -10,6 +10,7 @@
  * writing files, never over a call that could allocate, so no malloc waits for it in a
  * cycle; a signal that finds it taken leaves its dump to the next sample. */
 #define _GNU_SOURCE
+#include "base/copy.h"
 #include "tools/prof.h"
 
 #include <dlfcn.h>
@@ -134,7 +135,7 @@ static int64_t stack_slot(const uintptr_t *pcs, int n) {
             if (n_stacks >= STACK_SLOTS * 3 / 4) return -1;
             s->hash = h;
             s->depth = (uint32_t)n;
-            memcpy(s->pcs, pcs, n * sizeof *pcs);
+            bx_copy(s->pcs, pcs, n * sizeof *pcs);
             used[n_stacks++] = (uint32_t)i;
             return (int64_t)i;
         }
@@ -285,8 +286,8 @@ static int dump_locked(const char *path, bool names) {
     char folded[4096];
     size_t n = strlen(path);
     if (n + sizeof ".folded" <= sizeof folded) {
-        memcpy(folded, path, n);
-        memcpy(folded + n, ".folded", sizeof ".folded");
+        bx_copy(folded, path, n);
+        bx_copy(folded + n, ".folded", sizeof ".folded");
         if ((fd = open_out(folded)) >= 0) {
             write_folded(fd, names);
             close(fd);

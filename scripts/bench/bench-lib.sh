@@ -57,6 +57,10 @@ bench_alloc_setup() {
               [ -f "$BENCH_BOBOX_DIR/libbobox.so" ] || { ALLOC_WHY="build/libbobox.so not built (make all)"; return 1; }
               ALLOC_PRELOAD=$BENCH_BOBOX_DIR/libbobox.so
               ALLOC_ENV=BOBOX_PROF=${TMPDIR:-/tmp}/bobox-bench-prof ;;
+    bobox-copies) # the program's copies checked against object bounds (BOBOX_CHECK=copies, docs/hardening.md)
+              [ -f "$BENCH_BOBOX_DIR/libbobox.so" ] || { ALLOC_WHY="build/libbobox.so not built (make all)"; return 1; }
+              ALLOC_PRELOAD=$BENCH_BOBOX_DIR/libbobox.so
+              ALLOC_ENV=BOBOX_CHECK=copies ;;
     bobox-pin*)
               [ -f "$BENCH_BOBOX_DIR/libbobox.so" ] || { ALLOC_WHY="build/libbobox.so not built (make all)"; return 1; }
               [ -f "$BENCH_BOBOX_DIR/libbobox-pin.so" ] || { ALLOC_WHY="build/libbobox-pin.so not built"; return 1; }

@@ -38,6 +38,12 @@ template <class T> T *launder(T *p) {
     return p;
 }
 
+// Hides a length, so that a memcpy kind calls memcpy rather than becoming an inline store.
+size_t hide(size_t n) {
+    asm volatile("" : "+r"(n));
+    return n;
+}
+
 enum { UNNOTICED = 0, USAGE = 2, HARDENED = 3, NOT_HARDENED = 4 };
 
 // ---- faults: at the program's own bad access, or anywhere else -----------------------------
@@ -135,16 +141,16 @@ int sized_probe(const std::string &kind, size_t n) {
         });
     } else if (kind == "memcpy_over1") {
         unsigned char *p = filled(n);
-        bad_access([&] { memcpy(launder(p), source, n + 1); });
+        bad_access([&] { memcpy(launder(p), source, hide(n + 1)); });
     } else if (kind == "memcpy_over32") {
         unsigned char *p = filled(n);
-        bad_access([&] { memcpy(launder(p), source, n + 32); });
+        bad_access([&] { memcpy(launder(p), source, hide(n + 32)); });
     } else if (kind == "memcpy_under1") {
         unsigned char *p = filled(n);
-        bad_access([&] { memcpy(launder(p) - 1, source, 1); });
+        bad_access([&] { memcpy(launder(p) - 1, source, hide(1)); });
     } else if (kind == "memcpy_under32") {
         unsigned char *p = filled(n);
-        bad_access([&] { memcpy(launder(p) - 32, source, 32); });
+        bad_access([&] { memcpy(launder(p) - 32, source, hide(32)); });
     } else if (kind == "over_realloc") {
         // realloc is the kind: the next call on the object after the overflow.
         unsigned char *p = filled(n);
@@ -208,7 +214,7 @@ int sized_probe(const std::string &kind, size_t n) {
     } else if (kind == "uaf_memcpy") {
         unsigned char *p = filled(n);
         free(p);
-        bad_access([&] { memcpy(launder(p), source, n); });
+        bad_access([&] { memcpy(launder(p), source, hide(n)); });
     } else if (kind == "uaf_write_reuse") {
         // The program goes on allocating the size: 300 objects held (a LIFO or FIFO list
         // hands the slot out again), then at least 1100 objects or 64 MB through one slot

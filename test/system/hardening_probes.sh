@@ -24,8 +24,8 @@
 # floor checks the harness itself: one whose bad operations did nothing would fail there.
 # About 10 s.
 cd "$(dirname "$0")/../.." || exit 1
-# Regression floors (docs/hardening.md): glibc 2.36, bobox, bobox BOBOX_CHECK=1.
-FLOOR_GLIBC=35 FLOOR_DEFAULT=45 FLOOR_CHECKED=136
+# Regression floors (docs/hardening.md): glibc 2.36, bobox, bobox BOBOX_CHECK=copies and =1.
+FLOOR_GLIBC=35 FLOOR_DEFAULT=45 FLOOR_COPIES=53 FLOOR_CHECKED=136
 PROBE=build/test/progs/probe_heap
 LIB=$PWD/build/libbobox.so
 for f in "$PROBE" "$LIB"; do
@@ -51,7 +51,7 @@ else
         *) echo "note: scudo column skipped: $SCUDO does not run the probe"; SCUDO= ;;
     esac
 fi
-MODES+=(default checked)
+MODES+=(default copies checked)
 
 # run MODE KIND: runs the probe, its output in $TMP/out and $TMP/err; prints the exit status.
 run() {
@@ -61,6 +61,7 @@ run() {
         glibc) pre=(env -u LD_PRELOAD -u BOBOX_CHECK) ;;
         scudo) pre=(env -u BOBOX_CHECK LD_PRELOAD="$SCUDO") ;;
         default) pre=(env -u BOBOX_CHECK LD_PRELOAD="$LIB") ;;
+        copies) pre=(env BOBOX_CHECK=copies LD_PRELOAD="$LIB") ;;
         checked) pre=(env BOBOX_CHECK=1 LD_PRELOAD="$LIB") ;;
     esac
     # The subshell keeps bash's "Aborted" notice out of the table.
@@ -129,7 +130,7 @@ for i in "${!KINDS[@]}"; do
                 COUNT[$m]=$((${COUNT[$m]:-0} + 1)); GROUP[$m.$group]=$((${GROUP[$m.$group]:-0} + 1))
                 [ "$v" = fault ] && FAULT[$m]=$((${FAULT[$m]:-0} + 1)) ;;
             missed) ;;
-            *) [[ $m == default || $m == checked ]] && BAD+=("$m $kind: $v: $(grep -v '^$' "$TMP/err" | head -1)") ;;
+            *) [[ $m == default || $m == copies || $m == checked ]] && BAD+=("$m $kind: $v: $(grep -v '^$' "$TMP/err" | head -1)") ;;
         esac
         # What the public suite counts: any death, or the hardened answer.
         [ "$v" != missed ] && DIED[$m]=$((${DIED[$m]:-0} + 1))
@@ -151,10 +152,10 @@ echo " death or hardened answer, as the public suite counts)"
 # The public suite's sizes alone: every kind but the 1 MB ones.
 for m in "${MODES[@]}"; do PUB[$m]=$((${COUNT[$m]:-0} - ${GROUP[$m.huge]:-0})); done
 scudo_pub="-"; [ -n "$SCUDO" ] && scudo_pub=${PUB[scudo]}
-echo "caught of the $public kinds of 8 B, 4 KB and 256 KB objects: glibc ${PUB[glibc]}, scudo $scudo_pub, bobox ${PUB[default]}, bobox BOBOX_CHECK=1 ${PUB[checked]}"
-g=${COUNT[glibc]:-0} d=${COUNT[default]:-0} c=${COUNT[checked]:-0}
+echo "caught of the $public kinds of 8 B, 4 KB and 256 KB objects: glibc ${PUB[glibc]}, scudo $scudo_pub, bobox ${PUB[default]}, bobox BOBOX_CHECK=copies ${PUB[copies]}, bobox BOBOX_CHECK=1 ${PUB[checked]}"
+g=${COUNT[glibc]:-0} d=${COUNT[default]:-0} k=${COUNT[copies]:-0} c=${COUNT[checked]:-0}
 s="-"; [ -n "$SCUDO" ] && s=${COUNT[scudo]:-0}
-echo "caught of ${#KINDS[@]} kinds: glibc $g, scudo $s, bobox $d, bobox BOBOX_CHECK=1 $c"
+echo "caught of ${#KINDS[@]} kinds: glibc $g, scudo $s, bobox $d, bobox BOBOX_CHECK=copies $k, bobox BOBOX_CHECK=1 $c"
 
 # The floors count the catches that do not depend on the address space's layout.
 fail=0
@@ -166,5 +167,6 @@ floor() { # mode floor what
 }
 floor glibc $FLOOR_GLIBC "glibc (the harness itself)"
 floor default $FLOOR_DEFAULT "bobox"
+floor copies $FLOOR_COPIES "bobox BOBOX_CHECK=copies"
 floor checked $FLOOR_CHECKED "bobox BOBOX_CHECK=1"
 exit $fail
