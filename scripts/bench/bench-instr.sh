@@ -9,7 +9,7 @@
 # With --annotate, also prints the functions of the first allocator that take the most
 # instructions per op (self cost, from callgrind_annotate of both runs, the same difference).
 # Usage: scripts/bench/bench-instr.sh [--alloc A[,A..]] [--only W[,W..]] [--annotate] [--out FILE.csv]
-#   default allocators: bobox mimalloc tcmalloc; workloads: the list below (--list)
+#   default allocators: bobox mimalloc tcmalloc (any of bench.sh --list); workloads: the list below (--list)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -51,6 +51,7 @@ for w in $ONLY; do
   grep -q "^$w:" <<<"$SPECS" || { echo "bench-instr.sh: unknown workload $w (see --list)" >&2; exit 2; }
 done
 bench_ensure_pkgs valgrind libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
+bench_build_rivals $ALLOCS
 command -v valgrind >/dev/null || { echo "bench-instr.sh: valgrind missing" >&2; exit 1; }
 make -s -C "$ROOT" all bench-bins >/dev/null || exit 1
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT

@@ -13,14 +13,15 @@ import statistics
 import subprocess
 import sys
 
-ORDER = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "bobox", "bobox-pin",
-         "bobox-pin-compact", "bobox-pin-none"]
-MAIN = ORDER[:6]                      # the pinning variants get their own table
+ORDER = ["glibc", "jemalloc", "mimalloc", "mimalloc3", "snmalloc", "tcmalloc", "bobox",
+         "bobox-pin", "bobox-pin-compact", "bobox-pin-none"]
+MAIN = ORDER[:ORDER.index("bobox-pin") + 1]   # the other pinning variants get their own table
 GMEAN_COUNT = {}
 GMEAN_KIND = {}                       # table title -> {"own"|"real": {alloc: geometric mean}}
 # Baselines in muted colours, bobox in reds so it stands out.
 COLORS = {"glibc": "#9e9e9e", "jemalloc": "#4e79a7", "mimalloc": "#59a14f",
-          "tcmalloc": "#b07aa1", "bobox": "#e15759", "bobox-pin": "#8c1c13"}
+          "mimalloc3": "#8cd17d", "snmalloc": "#f28e2b", "tcmalloc": "#b07aa1",
+          "bobox": "#e15759", "bobox-pin": "#8c1c13"}
 PIN = ["bobox", "bobox-pin", "bobox-pin-compact", "bobox-pin-none"]
 # Real programs (Debian packages driven by a script); the rest are our own programs in bench/.
 # CSVs written before the kind column fall back to this list.
@@ -349,6 +350,8 @@ def main():
             "| jemalloc, mimalloc, tcmalloc | %s, %s, %s (Debian packages) |" % (
                 m.get("pkg_libjemalloc2") or "-", m.get("pkg_libmimalloc2.0") or "-",
                 m.get("pkg_libtcmalloc-minimal4") or "-"),
+            "| mimalloc3, snmalloc | %s, %s (built from source by `bench.sh`, CMake Release) |" % (
+                m.get("rival_mimalloc3") or "-", m.get("rival_snmalloc") or "-"),
         ]
         skipped = m.get("skipped", "").split()
         lines = [

@@ -63,6 +63,7 @@ echo "== bobox-malloc benchmarks: mode=$MODE runs=$RUNS scale=$S"
 bench_ensure_pkgs libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox valgrind \
                   python3 sqlite3 coreutils gcc clang postgresql \
                   redis-server redis-tools
+bench_build_rivals ${ALLOCS:-$BENCH_ALL_ALLOCS}   # mimalloc3, snmalloc: built once into build/rivals/
 if ! make -s -C "$ROOT" bench-bins >/dev/null; then
   echo "bench.sh: building the workloads failed" >&2; exit 1
 fi
