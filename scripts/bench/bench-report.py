@@ -26,10 +26,10 @@ PIN = ["bobox", "bobox-pin", "bobox-pin-compact", "bobox-pin-none"]
 # Real programs (Debian packages driven by a script); the rest are our own programs in bench/.
 # CSVs written before the kind column fall back to this list.
 REAL = {"python", "sort", "gcc", "clang", "sqlite", "postgres", "redis"}
-# Workloads that run for a fixed time (bench/larson.c): their wall time is
+# Workloads that run for a fixed time (bench/larson.c, bench/prodcons64.c): their wall time is
 # the same under every allocator, so the time ratios and the plot compare time per operation
 # (wall or CPU seconds / ops, ops = throughput x timed seconds) instead.
-FIXED_TIME = {"larson"}
+FIXED_TIME = {"larson", "prodcons64"}
 KIND = {}                             # workload -> "own" | "real", filled by load()
 
 
