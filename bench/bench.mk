@@ -2,7 +2,8 @@
 # build/bench/NAME for each bench/NAME.c; `make bench` / `make bench-full` run scripts/bench/bench.sh.
 BENCH_DIR    := $(BUILD)/bench
 BENCH_NAMES  := server prodcons batches falseshare mixed pipeline mergesort paging realloc \
-                handoff powerlaw tightloop fifo fastpath gendata bench-run larson prodcons64
+                handoff powerlaw tightloop fifo fastpath gendata bench-run larson prodcons64 \
+                crossfree
 BENCH_BINS   := $(BENCH_NAMES:%=$(BENCH_DIR)/%)
 # -fno-builtin-*: gcc may delete an unused malloc+free pair, which is exactly what we time.
 BENCH_CFLAGS := -std=gnu11 $(WARN) -O2 -g -pthread \

@@ -30,6 +30,7 @@ fifo8k:0.005:fifo 8192 SCALE
 bigbuf:0.02:bigbuf 1 SCALE
 larson:0.02:larson 2 SCALE
 prodcons64:0.05:prodcons64 2 SCALE
+crossfree:0.005:crossfree 2 SCALE
 mixed:0.01:mixed 1 SCALE
 batches-t1:0.01:batches 1 SCALE
 server-t2:0.01:server 2 SCALE
