@@ -18,7 +18,8 @@ unset LD_PRELOAD BOBOX_PIN
 
 ALLOCS="bobox mimalloc tcmalloc" ONLY= ANNOTATE=0 OUT=
 # name:scale S:command (SCALE is replaced by S and 2S). Scales keep each run under ~20 s.
-# Fixed-time workloads (larson, prodcons64) do fewer operations under callgrind; the count is still per operation.
+# Fixed-time workloads (larson, prodcons64) do fewer operations under callgrind; the count is
+# still per operation.
 SPECS="handoff:0.002:handoff 2 SCALE
 powerlaw:0.01:powerlaw 1 SCALE
 powerlaw-t2:0.01:powerlaw 2 SCALE
@@ -31,6 +32,8 @@ bigbuf:0.02:bigbuf 1 SCALE
 larson:0.02:larson 2 SCALE
 prodcons64:0.05:prodcons64 2 SCALE
 crossfree:0.005:crossfree 2 SCALE
+gmicro-t1:0.002:gmicro 1 SCALE
+gmicro:0.002:gmicro 2 SCALE
 mixed:0.01:mixed 1 SCALE
 batches-t1:0.01:batches 1 SCALE
 server-t2:0.01:server 2 SCALE

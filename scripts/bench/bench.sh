@@ -17,10 +17,11 @@ B=$ROOT/build/bench
 MODE=moderate RUNS= ONLY= ALLOCS= FASTPATH=1
 WORKLOADS="server server-t2 prodcons batches batches-t1 falseshare mixed pipeline mergesort
            paging71 paging72 realloc handoff powerlaw powerlaw-t2 tight-t1 tight fifo1k fifo4k
-           fifo8k bigbuf larson prodcons64 crossfree python sort gcc clang sqlite postgres redis"
+           fifo8k bigbuf larson prodcons64 crossfree gmicro-t1 gmicro python sort gcc clang sqlite
+           postgres redis"
 # Multi-threaded workloads: these also run under the pinning variants.
 MT="server server-t2 prodcons batches falseshare pipeline mergesort realloc handoff powerlaw-t2
-    tight larson prodcons64 crossfree sort"
+    tight larson prodcons64 crossfree gmicro sort"
 # Real programs (Debian packages driven by a script); every other workload is our own program
 # in bench/. The CSV's kind column and the report's tables say which is which.
 REAL="python sort gcc clang sqlite postgres redis"
@@ -160,6 +161,8 @@ workload() {
     larson)     THREADS=$NCPU2; CMD=("$B/larson" $NCPU2 $S) ;;   # fixed time: 5 s at scale 1
     prodcons64) THREADS=2; CMD=("$B/prodcons64" 2 $S) ;;        # fixed time: 2 s at scale 1
     crossfree)  THREADS=$NCPU2; CMD=("$B/crossfree" $NCPU2 $S) ;;
+    gmicro-t1)  THREADS=1; CMD=("$B/gmicro" 1 $S) ;;
+    gmicro)     THREADS=$NCPU; CMD=("$B/gmicro" $NCPU $S) ;;
     python)     THREADS=1; ENVX=PYTHONMALLOC=malloc; UNITS=$n_py; UNIT=rounds/s
                 CMD=("$PY" "$ROOT/bench/real/pyalloc.py" $S) ;;
     sort)       THREADS=4; ENVX=LC_ALL=C; UNITS=$n_sort; UNIT=lines/s
