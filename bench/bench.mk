@@ -2,7 +2,8 @@
 # build/bench/NAME for each bench/NAME.c; `make bench` / `make bench-full` run scripts/bench/bench.sh.
 BENCH_DIR    := $(BUILD)/bench
 BENCH_NAMES  := server prodcons batches falseshare mixed pipeline mergesort paging realloc \
-                handoff powerlaw tightloop fifo fastpath gendata bench-run
+                handoff powerlaw tightloop fifo fastpath gendata bench-run larson prodcons64 \
+                crossfree gmicro
 BENCH_BINS   := $(BENCH_NAMES:%=$(BENCH_DIR)/%)
 # -fno-builtin-*: gcc may delete an unused malloc+free pair, which is exactly what we time.
 BENCH_CFLAGS := -std=gnu11 $(WARN) -O2 -g -pthread \
@@ -30,7 +31,7 @@ BENCH_BINS += $(BENCH_DIR)/bigbuf
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
 
-$(BENCH_DIR)/%: bench/%.c bench/common.h bench/bench.mk
+$(BENCH_DIR)/%: bench/%.c bench/common.h bench/spsc_ring.h bench/bench.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(BENCH_CFLAGS) -o $@ $<
 

@@ -20,6 +20,14 @@ static inline double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* Sleeps secs seconds, resuming after signals: the timer of the fixed-time workloads. */
+static inline void sleep_s(double secs)
+{
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    while (nanosleep(&ts, &ts))
+        ;
+}
+
 /* xorshift64*: cheap, per-thread, no libc state shared between threads. */
 static inline uint64_t rng_next(uint64_t *s)
 {

@@ -13,18 +13,23 @@ import statistics
 import subprocess
 import sys
 
-ORDER = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "bobox", "bobox-pin",
-         "bobox-pin-compact", "bobox-pin-none"]
-MAIN = ORDER[:6]                      # the pinning variants get their own table
+ORDER = ["glibc", "jemalloc", "mimalloc", "mimalloc3", "snmalloc", "tcmalloc", "bobox",
+         "bobox-pin", "bobox-pin-compact", "bobox-pin-none"]
+MAIN = ORDER[:ORDER.index("bobox-pin") + 1]   # the other pinning variants get their own table
 GMEAN_COUNT = {}
 GMEAN_KIND = {}                       # table title -> {"own"|"real": {alloc: geometric mean}}
 # Baselines in muted colours, bobox in reds so it stands out.
 COLORS = {"glibc": "#9e9e9e", "jemalloc": "#4e79a7", "mimalloc": "#59a14f",
-          "tcmalloc": "#b07aa1", "bobox": "#e15759", "bobox-pin": "#8c1c13"}
+          "mimalloc3": "#8cd17d", "snmalloc": "#f28e2b", "tcmalloc": "#b07aa1",
+          "bobox": "#e15759", "bobox-pin": "#8c1c13"}
 PIN = ["bobox", "bobox-pin", "bobox-pin-compact", "bobox-pin-none"]
 # Real programs (Debian packages driven by a script); the rest are our own programs in bench/.
 # CSVs written before the kind column fall back to this list.
 REAL = {"python", "sort", "gcc", "clang", "sqlite", "postgres", "redis"}
+# Workloads that run for a fixed time (bench/larson.c, bench/prodcons64.c): their wall time is
+# the same under every allocator, so the time ratios and the plot compare time per operation
+# (wall or CPU seconds / ops, ops = throughput x timed seconds) instead.
+FIXED_TIME = {"larson", "prodcons64"}
 KIND = {}                             # workload -> "own" | "real", filled by load()
 
 
@@ -60,14 +65,38 @@ def load(path):
                     d.setdefault(k, []).append(float(r[k]))
                 except ValueError:
                     pass
-            try:
-                d.setdefault("cpu_s", []).append(float(r["utime_s"]) + float(r["stime_s"]))
-            except ValueError:
-                pass
+            add_time_per_work(d, w, r)
         else:
             d["status"].append(r["status"])
     allocs.sort(key=lambda a: ORDER.index(a) if a in ORDER else 99)
     return workloads, allocs, data
+
+
+def add_time_per_work(d, w, r):
+    """wall_work and cpu_work: the time ratios' measures. Seconds for fixed-work workloads
+    (the work is the same under every allocator), seconds per operation for fixed-time ones."""
+    ops = 1.0
+    if w in FIXED_TIME:
+        try:
+            ops = float(r["throughput"]) * float(r["secs"])
+        except ValueError:
+            return
+        if ops <= 0:
+            return
+    for key, fields in (("wall_work", ("wall_s",)), ("cpu_work", ("utime_s", "stime_s"))):
+        try:
+            d.setdefault(key, []).append(sum(float(r[f]) for f in fields) / ops)
+        except ValueError:
+            pass
+
+
+def fixed_time_note(workloads):
+    fixed = [w for w in workloads if w in FIXED_TIME]
+    if not fixed:
+        return ""
+    return "%s run%s for a fixed time: %s of time per operation." % (
+        ", ".join("`%s`" % w for w in fixed), "" if len(fixed) > 1 else "s",
+        "their ratios are" if len(fixed) > 1 else "its ratio is")
 
 
 def med(data, w, a, key):
@@ -177,7 +206,7 @@ def plot(workloads, allocs, data, png):
     base = os.path.splitext(png)[0]
     dat = base + ".dat"
     with open(dat, "w") as f:
-        for key in ("wall_s", "maxrss_kb"):
+        for key in ("wall_work", "maxrss_kb"):
             f.write("workload " + " ".join(allocs) + "\n")
             for w in workloads:
                 ref = med(data, w, "mimalloc", key)
@@ -261,6 +290,7 @@ def main():
     pin_allocs = [a for a in PIN if a in allocs]
     pin_workloads = [w for w in workloads if any((w, a) in data for a in PIN[2:])]
 
+    fixed_note = fixed_time_note(workloads)
     out = []
     out += value_table("Wall time, median seconds", workloads, main_allocs, data, "wall_s",
                        lambda v: "%.3f" % v,
@@ -271,17 +301,18 @@ def main():
     ref_mi = "mimalloc" if "mimalloc" in allocs else main_allocs[0]
     t_mi_title = "Wall time relative to %s (lower is better)" % ref_mi
     t_mi, g_mi = ratio_table(t_mi_title,
-                             workloads, main_allocs, data, "wall_s", ref_mi)
+                             workloads, main_allocs, data, "wall_work", ref_mi, fixed_note or None)
     out += t_mi
     g_gl = {}
     if "glibc" in allocs:
         t_gl, g_gl = ratio_table("Wall time relative to glibc (lower is better)", workloads,
-                                 main_allocs, data, "wall_s", "glibc")
+                                 main_allocs, data, "wall_work", "glibc", fixed_note or None)
         out += t_gl
     t_cpu, _ = ratio_table("CPU time (user + system) relative to %s (lower is better)" % ref_mi,
-                           workloads, main_allocs, data, "cpu_s", ref_mi,
+                           workloads, main_allocs, data, "cpu_work", ref_mi,
                            "Less sensitive than wall time to other load on a shared machine, "
-                           "but blind to time spent waiting (locks, sleeping threads).")
+                           "but blind to time spent waiting (locks, sleeping threads)."
+                           + (" " + fixed_note if fixed_note else ""))
     out += t_cpu
     out += value_table("Peak RSS, median MB", workloads, main_allocs, data, "maxrss_kb",
                        lambda v: "%.1f" % (v / 1024))
@@ -301,7 +332,7 @@ def main():
                  "programs, work units per second of wall time.")
     if len(pin_allocs) > 1 and pin_workloads:
         pt, _ = ratio_table("Pinning: wall time relative to unpinned bobox", pin_workloads,
-                            pin_allocs, data, "wall_s", "bobox" if "bobox" in pin_allocs else pin_allocs[0],
+                            pin_allocs, data, "wall_work", "bobox" if "bobox" in pin_allocs else pin_allocs[0],
                             "Multi-threaded workloads under `libbobox-pin.so` with "
                             "`BOBOX_PIN=scatter` (bobox-pin), `compact` and `none`.")
         out += pt
@@ -349,6 +380,8 @@ def main():
             "| jemalloc, mimalloc, tcmalloc | %s, %s, %s (Debian packages) |" % (
                 m.get("pkg_libjemalloc2") or "-", m.get("pkg_libmimalloc2.0") or "-",
                 m.get("pkg_libtcmalloc-minimal4") or "-"),
+            "| mimalloc3, snmalloc | %s, %s (built from source by `bench.sh`, CMake Release) |" % (
+                m.get("rival_mimalloc3") or "-", m.get("rival_snmalloc") or "-"),
         ]
         skipped = m.get("skipped", "").split()
         lines = [

@@ -17,14 +17,16 @@ B=$ROOT/build/bench
 MODE=moderate RUNS= ONLY= ALLOCS= FASTPATH=1
 WORKLOADS="server server-t2 prodcons batches batches-t1 falseshare mixed pipeline mergesort
            paging71 paging72 realloc handoff powerlaw powerlaw-t2 tight-t1 tight fifo1k fifo4k
-           fifo8k bigbuf python sort gcc clang sqlite postgres redis"
+           fifo8k bigbuf larson prodcons64 crossfree gmicro-t1 gmicro python sort gcc clang sqlite
+           postgres redis"
 # Multi-threaded workloads: these also run under the pinning variants.
 MT="server server-t2 prodcons batches falseshare pipeline mergesort realloc handoff powerlaw-t2
-    tight sort"
+    tight larson prodcons64 crossfree gmicro sort"
 # Real programs (Debian packages driven by a script); every other workload is our own program
 # in bench/. The CSV's kind column and the report's tables say which is which.
 REAL="python sort gcc clang sqlite postgres redis"
 NCPU=$(nproc 2>/dev/null || echo 2)
+NCPU2=$((NCPU < 2 ? 2 : NCPU))   # at least 2: workloads whose point is a free by another thread
 
 usage() { sed -n '2,9s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
@@ -63,6 +65,7 @@ echo "== bobox-malloc benchmarks: mode=$MODE runs=$RUNS scale=$S"
 bench_ensure_pkgs libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4 gnuplot-nox valgrind \
                   python3 sqlite3 coreutils gcc clang postgresql \
                   redis-server redis-tools
+bench_build_rivals ${ALLOCS:-$BENCH_ALL_ALLOCS}   # mimalloc3, snmalloc: built once into build/rivals/
 if ! make -s -C "$ROOT" bench-bins >/dev/null; then
   echo "bench.sh: building the workloads failed" >&2; exit 1
 fi
@@ -155,6 +158,11 @@ workload() {
     fifo4k)     THREADS=1; CMD=("$B/fifo" 4096 $S) ;;
     fifo8k)     THREADS=1; CMD=("$B/fifo" 8192 $S) ;;
     bigbuf)     THREADS=1; CMD=("$B/bigbuf" 1 $S) ;;
+    larson)     THREADS=$NCPU2; CMD=("$B/larson" $NCPU2 $S) ;;   # fixed time: 5 s at scale 1
+    prodcons64) THREADS=2; CMD=("$B/prodcons64" 2 $S) ;;        # fixed time: 2 s at scale 1
+    crossfree)  THREADS=$NCPU2; CMD=("$B/crossfree" $NCPU2 $S) ;;
+    gmicro-t1)  THREADS=1; CMD=("$B/gmicro" 1 $S) ;;
+    gmicro)     THREADS=$NCPU; CMD=("$B/gmicro" $NCPU $S) ;;
     python)     THREADS=1; ENVX=PYTHONMALLOC=malloc; UNITS=$n_py; UNIT=rounds/s
                 CMD=("$PY" "$ROOT/bench/real/pyalloc.py" $S) ;;
     sort)       THREADS=4; ENVX=LC_ALL=C; UNITS=$n_sort; UNIT=lines/s

@@ -13,7 +13,7 @@ cd "$ROOT"
 . scripts/bench/bench-lib.sh
 unset LD_PRELOAD BOBOX_PIN
 
-ALLOCS="glibc jemalloc mimalloc tcmalloc bobox" N=100000 OUT=results/fastpath.csv
+ALLOCS="glibc jemalloc mimalloc mimalloc3 snmalloc tcmalloc bobox" N=100000 OUT=results/fastpath.csv
 SIZES="16 64 256 1024 8192"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,6 +26,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 bench_ensure_pkgs valgrind libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
+bench_build_rivals $ALLOCS
 make -s -C "$ROOT" build/bench/fastpath build/bench/fastpath_new >/dev/null || exit 1
 command -v valgrind >/dev/null || { echo "fastpath.sh: valgrind missing" >&2; exit 1; }
 

@@ -1,8 +1,8 @@
 # Called by scripts/bench/bench-report.py:
 #   gnuplot -e "datafile='..'; outfile='..'; ncols=N; colors='#rrggbb ..'" plot-bench.gp
 # The data file holds two blocks (time, peak RSS), each a row per workload and a column per
-# allocator, already divided by mimalloc's median.
-set terminal pngcairo size 1500,1000 font ",10"
+# allocator, already divided by mimalloc's median (for fixed-time workloads, of time per operation).
+set terminal pngcairo size 2000,1100 font ",10"  # up to 8 bars per workload
 set output outfile
 set multiplot layout 2,1 title "bobox-malloc benchmarks: relative to mimalloc (lower is better)"
 set style data histogram
