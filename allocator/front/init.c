@@ -1,6 +1,7 @@
 /* init.c - start-up (init.h): every layer's set-up, in the order the layers stack. */
 #define _GNU_SOURCE
 #include "front/init.h"
+#include "front/copies.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -12,7 +13,6 @@
 #include "thread/reclaimer.h"
 #include "thread/thread.h"
 #include "tools/checked.h"
-#include "tools/copycheck.h"
 #include "tools/prof.h"
 #include "tools/stats.h"
 
@@ -34,12 +34,12 @@ void bx_init_slow(void) {
         bx_reclaimer_init();
         bx_prof_init();
         for (bx_init_step_fn **step = __start_bx_init_steps; step < __stop_bx_init_steps; step++) (*step)();
-        bx_copies_checked = bx_options.check || bx_options.copies;
         atomic_store(&bx_init_state, BX_INIT_DONE);
         /* What may allocate, once the allocator works. */
         bx_thread_register_fork_handlers();
         pthread_atfork(NULL, NULL, bx_reclaimer_after_fork);
         if (bx_options.check) bx_checked_start();
+        bx_copies_start(bx_options.check || bx_options.copies);
         bx_prof_start();
         if (bx_options.verbose) bx_options_report();
         return;

@@ -3,8 +3,6 @@
 #include "os/options.h"
 #include "tools/checked.h"
 
-bool bx_copies_checked;
-
 static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
 
 /* The object of ours holding q: its bounds (the size asked for in checked mode, the slot in

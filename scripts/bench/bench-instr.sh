@@ -66,19 +66,19 @@ B=$ROOT/build/bench
 
 # Runs one workload at one scale under callgrind; prints "Ir ops", or nothing on failure.
 # Callgrind output goes to $TMP/cg.<tag> (one file: threads are summed).
-run_cg() {  # preload workload scale tag
+run_cg() {  # preload workload scale tag (the configuration's ALLOC_ENV applies too)
   local f=$TMP/cg.$4 out ir ops
   rm -f "$f"
   if [ "$2" = redis ]; then
     # The server runs under callgrind; the client (redis-benchmark) runs natively.
-    out=$(env ${1:+LD_PRELOAD=$1} BENCH_SERVER_PREFIX="valgrind --tool=callgrind --callgrind-out-file=$f" \
+    out=$(env ${1:+LD_PRELOAD=$1} $ALLOC_ENV BENCH_SERVER_PREFIX="valgrind --tool=callgrind --callgrind-out-file=$f" \
           "$ROOT/bench/real/redis.sh" "$3" 2>"$TMP/err") || { cat "$TMP/err" >&2; return 1; }
     ops=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<"$out")
   else
     local cmd
     cmd=$(grep "^$2:" <<<"$SPECS" | cut -d: -f3-)
     cmd=${cmd//SCALE/$3}
-    out=$(env ${1:+LD_PRELOAD=$1} valgrind --tool=callgrind --callgrind-out-file="$f" $B/$cmd 2>"$TMP/err") \
+    out=$(env ${1:+LD_PRELOAD=$1} $ALLOC_ENV valgrind --tool=callgrind --callgrind-out-file="$f" $B/$cmd 2>"$TMP/err") \
       || { tail -5 "$TMP/err" >&2; return 1; }
     ops=$(sed -n 's/.* ops=\([0-9]*\).*/\1/p' <<<"$out")
   fi
@@ -107,11 +107,11 @@ per_function() {  # cg1 cg2 ops
 run_native() {  # preload workload scale
   local out cmd ops
   if [ "$2" = redis ]; then
-    out=$("$B/bench-run" -t 300 ${1:+-e LD_PRELOAD=$1} -- "$ROOT/bench/real/redis.sh" "$3" 2>/dev/null)
+    out=$(env $ALLOC_ENV "$B/bench-run" -t 300 ${1:+-e LD_PRELOAD=$1} -- "$ROOT/bench/real/redis.sh" "$3" 2>/dev/null)
     ops=$(sed -n 's/.* requests=\([0-9]*\).*/\1/p' <<<"$out")
   else
     cmd=$(grep "^$2:" <<<"$SPECS" | cut -d: -f3-)
-    out=$("$B/bench-run" -t 300 ${1:+-e LD_PRELOAD=$1} -- $B/${cmd//SCALE/$3} 2>/dev/null)
+    out=$(env $ALLOC_ENV "$B/bench-run" -t 300 ${1:+-e LD_PRELOAD=$1} -- $B/${cmd//SCALE/$3} 2>/dev/null)
     ops=$(sed -n 's/^RESULT.* ops=\([0-9]*\).*/\1/p' <<<"$out")
   fi
   grep -q '^RUN status=ok' <<<"$out" || return 1
