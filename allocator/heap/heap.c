@@ -283,6 +283,14 @@ void *bx_heap_alloc(bx_heap_t *h, size_t size) {
     return bx_heap_alloc_large(h, size, BX_ALIGNMENT, &fresh);
 }
 
+void bx_heap_check_heads(bx_heap_t *h, const char *op) {
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
+        const bx_block_t *top = h->small[i].chains.top.block;
+        if (top != &bx_block_none && top->heap == h) bx_block_check_head(top, op);
+    }
+    for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_check_head(&h->medium[i], op);
+}
+
 bool bx_heap_check(bx_heap_t *h) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++)
         if (!bx_bin_check(&h->small[i])) return false;

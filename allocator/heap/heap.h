@@ -115,5 +115,9 @@ static inline bool bx_heap_remote_pending(bx_heap_t *h) { return bx_remote_pendi
 void bx_heap_follow_cpu(bx_heap_t *h);
 /* Validates every structure of the heap; false on any inconsistency. */
 bool bx_heap_check(bx_heap_t *h);
+/* For the owner: the free objects its next allocations would take first (each small bin's
+ * top block, each medium bin's cache) and their links; aborts naming `op` on a write after
+ * free there. A few loads per bin: cheap enough for every exit. */
+void bx_heap_check_heads(bx_heap_t *h, const char *op);
 
 #endif

@@ -49,6 +49,16 @@ __attribute__((force_align_arg_pointer)) void bx_block_corrupt(const bx_block_t 
               (const void *)b);
 }
 
+void bx_block_check_head(const bx_block_t *b, const char *op) {
+    if (b->free >= BX_FREE_END) return; /* none listed, or a keep block's */
+    const char *obj = b->mem + b->free;
+    uintptr_t next = *(const uintptr_t *)obj ^ bx_link_secret;
+    if (!bx_block_check_free_object(b, obj) ||
+        (next != BX_FREE_END && ((next & BX_FREE_LINK_BAD) || !bx_block_check_free_object(b, b->mem + next))))
+        bx_fatalf("%s: corrupted free list at %p (block %p): the free object there was written after it was freed", op,
+                  (const void *)obj, (const void *)b);
+}
+
 bool bx_block_check(const bx_block_t *b) {
     if (!bx_block_check_header(b)) return false;
     if (b->carved != bx_block_slot_limit(b) / bx_block_slot_step(b) * b->size) return false;

@@ -137,6 +137,9 @@ bool bx_block_check_header(const bx_block_t *b);
 bool bx_block_check_free_object(const bx_block_t *b, const void *obj);
 /* Header, every link of the free list, and the count of free objects. */
 bool bx_block_check(const bx_block_t *b);
+/* For the owner: the first free object of b's list and its link, as the next malloc would
+ * follow them; aborts naming `op` when a write after free changed them. */
+void bx_block_check_head(const bx_block_t *b, const char *op);
 
 /* p's offset from the first slot, its block's start. */
 static inline uint32_t bx_block_offset(const void *p) { return (uint16_t)(uintptr_t)p; }

@@ -156,6 +156,16 @@ void bx_blockcache_reclaim(bx_blockcache_t *bc) {
     bx_unlock(&bc->lock);
 }
 
+void bx_blockcache_check_head(bx_blockcache_t *bc, const char *op) {
+    bx_lock(&bc->lock);
+    void *block = bc->head;
+    bool ok = !block || (cached_block_ok(bc, block) && (!bx_link_get(block) || cached_block_ok(bc, bx_link_get(block))));
+    bx_unlock(&bc->lock);
+    if (!ok)
+        bx_fatalf("%s: corrupted free list at %p (a cached block): the free object there was written after it was freed",
+                  op, block);
+}
+
 bool bx_blockcache_check(bx_blockcache_t *bc) {
     bx_lock(&bc->lock);
     bool ok = bx_blockalloc_check(&bc->alloc);

@@ -51,6 +51,9 @@ void bx_blockcache_flush(bx_blockcache_t *bc);
 void bx_blockcache_decay(bx_blockcache_t *bc);
 /* Validates its block allocator (bx_blockalloc_check). */
 bool bx_blockcache_check(bx_blockcache_t *bc);
+/* The cached block the next allocation takes and its link, checked as that allocation would;
+ * aborts naming `op` when a write after free changed them. */
+void bx_blockcache_check_head(bx_blockcache_t *bc, const char *op);
 /* The same for the reclaimer, from another thread: flushes a cache that gave no block since
  * the reclaimer's last pass. Skips one its owner holds at the moment. */
 void bx_blockcache_reclaim(bx_blockcache_t *bc);

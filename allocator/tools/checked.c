@@ -473,13 +473,6 @@ void bx_checked_check_all(const char *op) {
     bx_registry_each(check_live, (void *)op);
 }
 
-/* As late as the library can: a destructor runs after the program's atexit handlers and
- * C++ static destructors, and the lowest priority runs last of the library's own (after the
- * statistics and the heap profile are written). _exit and a fatal signal skip it. */
-__attribute__((destructor(101))) static void check_at_exit(void) {
-    if (bx_options.check) bx_checked_check_all("exit()");
-}
-
 /* Across fork the forking thread holds the quarantine and the registry: the child gets
  * them whole, not in the middle of another thread's update. */
 static void fork_prepare(void) {

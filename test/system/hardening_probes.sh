@@ -25,7 +25,7 @@
 # About 10 s.
 cd "$(dirname "$0")/../.." || exit 1
 # Regression floors (docs/hardening.md): glibc 2.36, bobox, bobox BOBOX_CHECK=copies and =1.
-FLOOR_GLIBC=35 FLOOR_DEFAULT=45 FLOOR_COPIES=53 FLOOR_CHECKED=136
+FLOOR_GLIBC=35 FLOOR_DEFAULT=52 FLOOR_COPIES=57 FLOOR_CHECKED=136
 PROBE=build/test/progs/probe_heap
 LIB=$PWD/build/libbobox.so
 for f in "$PROBE" "$LIB"; do
