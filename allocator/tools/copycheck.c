@@ -17,18 +17,26 @@ static bool object_at(const void *q, bx_place_t *place, char **start, size_t *si
     return true;
 }
 
+/* The object a copy of n bytes at `at` touches: the one holding its first byte; else the one
+ * holding its last byte, when that starts after `at` (the copy starts in a large object's
+ * header page, a checked object's front room, or the slot before); else a large object that
+ * starts right where the copy ends (it wrote the end of the header page, which the page map
+ * does not reach when the object starts a 64 KB chunk). */
+static bool object_touched(const void *at, size_t n, bx_place_t *place, char **start, size_t *size, bool *freed) {
+    if (object_at(at, place, start, size, freed)) return true;
+    const char *end = (const char *)at + n;
+    if (end < (const char *)at) return false;
+    if (n > 1 && object_at(end - 1, place, start, size, freed) && *start > (const char *)at) return true;
+    return object_at(end, place, start, size, freed) && place->tag == BX_TAG_LARGE && *start == end;
+}
+
 void bx_copy_check(const char *fn, const void *at, size_t n, bool write) {
     if (!n) return;
     bx_place_t place;
     char *start;
     size_t size;
     bool freed;
-    /* A copy that starts outside our objects may still end in one: the bytes before a large
-     * object (its header page) or a checked one (its front canary), or a slot start. */
-    if (!object_at(at, &place, &start, &size, &freed) &&
-        (n == 1 || (const char *)at + n < (const char *)at ||
-         !object_at((const char *)at + n - 1, &place, &start, &size, &freed) || start <= (const char *)at))
-        return;
+    if (!object_touched(at, n, &place, &start, &size, &freed)) return;
     const char *q = at, *way = write ? "writing" : "reading";
     if (freed)
         bx_fatalf("%s(): %s after free: %s %zu byte%s at %p, in object %p, which is free", fn, write ? "write" : "read",

@@ -4,6 +4,7 @@
 //              the default mode, the size asked for in checked mode); checks the result
 //   over       one byte more than that
 //   under      starting one byte before the object, 2 bytes
+//   under1     the one byte before the object
 //   read_over  FN reading one byte past the object (memcpy/memmove/mempcpy/strcpy family)
 //   uaf        a copy of 8 bytes into the object after free
 //   foreign    a copy past the end of a stack buffer into its neighbour (not ours: passes)
@@ -74,6 +75,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(what, "over")) call(fn, p, src, usable + 1);
     else if (!strcmp(what, "under")) call(fn, HIDE(p) - 1, src, 2);
+    else if (!strcmp(what, "under1")) call(fn, HIDE(p) - 1, src, 1);
     else if (!strcmp(what, "read_over")) {
         if (!is_mem) memset(p, 'z', usable); // no terminator inside the object
         call(fn, out, p, usable + 1); // the string functions read p's bytes up to a terminator

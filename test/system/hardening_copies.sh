@@ -52,6 +52,9 @@ for fn in $FUNCS; do
         expect_abort $mode $fn uaf 24 "write after free: writing 8 bytes at @, in object @, which is free"
         # Two bytes from one before a 1 MB object: its header page.
         expect_abort $mode $fn under 1048576 "heap underflow: writing 2 bytes at 0x[0-9a-f]+ starts 1 byte before the start of @ \\(size 1048576\\)"
+        # The byte before it alone: the end of its header page, in the 64 KB chunk before
+        # the object's when the object starts one.
+        expect_abort $mode $fn under1 1048576 "heap underflow: writing 1 byte at 0x[0-9a-f]+ starts 1 byte before the start of @ \\(size 1048576\\)"
     done
     # Checked mode: a byte before a small object is its front canary.
     expect_abort 1 $fn under 24 "heap underflow: writing 2 bytes at 0x[0-9a-f]+ starts 1 byte before the start of @ \\(size 24\\)"
