@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 #include "api.h"
 
@@ -53,18 +54,26 @@ TEST_CASE("a large object grows its own mapping and leaves cached mappings to th
     memset(cached, 1, GROWN);
     memset(p, 2, SMALLER);
     api::a_free(cached); // its mapping waits in the large cache
-    struct bobox_stats before {}, after {};
+    struct bobox_stats before {}, grown {}, after {};
     stats(&before);
     REQUIRE(before.large_cached_bytes >= GROWN);
     p = static_cast<char *>(api::a_realloc(p, GROWN));
     REQUIRE(p != nullptr);
     REQUIRE((p[0] == 2 && p[SMALLER - 1] == 2));
     memset(p + SMALLER, 3, GROWN - SMALLER);
+    stats(&grown);
+    REQUIRE(grown.large_cached_bytes == before.large_cached_bytes); // the cache was left alone
+    // Grown in place, or moved by the kernel when the next pages were taken (the cached
+    // mapping, mapped just above it when this case runs first): the old range is then
+    // counted as given back, and nothing else is.
+    size_t moved = grown.released_bytes - before.released_bytes;
+    size_t old_mapping = SMALLER + static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    REQUIRE((moved == 0 || moved == old_mapping));
     char *next = static_cast<char *>(api::a_malloc(SMALLER)); // served from the cache
     REQUIRE(next != nullptr);
     memset(next, 4, SMALLER);
     stats(&after);
-    REQUIRE(after.released_bytes == before.released_bytes); // nothing was unmapped
+    REQUIRE(after.released_bytes == grown.released_bytes); // nothing was unmapped for it
     REQUIRE(after.large_cached_bytes < before.large_cached_bytes);
     REQUIRE((p[SMALLER - 1] == 2 && p[GROWN - 1] == 3));
     api::a_free(next);
