@@ -192,6 +192,7 @@ static unsigned char *front_start(const bx_lookup_t *r, const void *p, size_t fr
 }
 
 static void release_now(void *p, bool opened);
+static bool drain_quarantine(void);
 
 static const char *form_name(unsigned form) {
     static const char *const names[] = {"malloc()", "new", "new[]"};
@@ -216,7 +217,14 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
         total += BX_CHECK_GAP;
     unsigned char *q =
         alignment <= BX_ALIGNMENT ? bx_alloc_unchecked(total) : bx_alloc_aligned_unchecked(alignment, total);
-    if (!q) return NULL;
+    if (!q) {
+        /* Up to 32 MB may wait in the quarantine: out of memory, it gives them back first. */
+        int saved = errno;
+        if (!drain_quarantine()) return NULL;
+        q = alignment <= BX_ALIGNMENT ? bx_alloc_unchecked(total) : bx_alloc_aligned_unchecked(alignment, total);
+        if (!q) return NULL;
+        errno = saved;
+    }
     bx_lookup_t r;
     bx_checked_lookup(q, "malloc()", &r);
     if (!r.tag || r.usable < need) bx_fatalf("malloc(): allocated object %p not found", (void *)q);
@@ -392,6 +400,26 @@ static void leave_quarantine(const parked_t *q) {
     check_fill(q);
     check_trailer(q);
     release_now(q->object, false);
+}
+
+/* Lets every parked object leave (each checked as it goes); false if none waited. */
+static bool drain_quarantine(void) {
+    bool any = false;
+    for (;;) {
+        parked_t out[16];
+        size_t n_out = 0;
+        bx_lock(&quarantine_lock);
+        while (ring_count && n_out < 16) {
+            out[n_out++] = ring[ring_head];
+            ring_bytes -= ring[ring_head].usable;
+            ring_head = (ring_head + 1) % BX_QUARANTINE_SLOTS;
+            ring_count--;
+        }
+        bx_unlock(&quarantine_lock);
+        if (!n_out) return any;
+        any = true;
+        for (size_t i = 0; i < n_out; i++) leave_quarantine(&out[i]);
+    }
 }
 
 void bx_checked_release(const bx_lookup_t *r, void *p) {

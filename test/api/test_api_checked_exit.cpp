@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <new>
 #include <string>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <thread>
@@ -351,4 +352,38 @@ TEST_CASE("checked mode: new memory holds 0xbe, freed memory 0xdf, and a write o
         REQUIRE(sig == SIGABRT);
         REQUIRE(err.find(text("bobox: write after free: object %p (", p)) != std::string::npos);
     }
+}
+
+TEST_CASE("checked mode: the quarantine gives its objects back before malloc runs out of memory", "[.checked]") {
+    REQUIRE(checked_mode());
+    // Under an address-space limit, fill memory with 1 MB objects, free 24 of them (they wait
+    // in the quarantine, which holds up to 32 MB) and ask for 8 MB: it fits only once the
+    // quarantine has let them go.
+    auto [sig, err] = in_child([&] {
+        struct rlimit lim;
+        long vm_kb = 0;
+        if (FILE *f = fopen("/proc/self/status", "r")) {
+            char line[256];
+            while (fgets(line, sizeof line, f))
+                if (sscanf(line, "VmSize: %ld kB", &vm_kb) == 1) break;
+            fclose(f);
+        }
+        lim.rlim_cur = lim.rlim_max = (rlim_t(vm_kb) << 10) + (rlim_t(256) << 20);
+        auto stop = [](const char *why) {
+            fprintf(stderr, "%s\n", why);
+            abort();
+        };
+        if (vm_kb == 0 || setrlimit(RLIMIT_AS, &lim) != 0) stop("no limit set");
+        std::vector<void *> held;
+        held.reserve(1000);
+        for (void *p; held.size() < 1000 && (p = a_malloc(1 << 20)) != nullptr;) held.push_back(p);
+        if (held.size() < 40 || held.size() == 1000) stop("the limit was not reached");
+        for (int i = 0; i < 24; i++) {
+            a_free(held.back());
+            held.pop_back();
+        }
+        if (!a_malloc(8 << 20)) stop("8 MB: NULL with 24 MB in the quarantine");
+    });
+    INFO(err);
+    REQUIRE(sig == 0);
 }
