@@ -10,6 +10,7 @@ import csv
 import math
 import os
 import statistics
+import shutil
 import subprocess
 import sys
 
@@ -218,6 +219,9 @@ def plot(workloads, allocs, data, png):
             f.write("\n\n")
     gp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "plot-bench.gp")
     colors = " ".join(COLORS.get(a, "#777777") for a in allocs)
+    if not shutil.which("gnuplot"):
+        os.remove(dat)
+        return "gnuplot is not installed (Debian: gnuplot-nox): no plot"
     r = subprocess.run(["gnuplot", "-e", "datafile='%s'; outfile='%s'; ncols=%d; colors='%s'"
                         % (dat, png, len(allocs), colors), gp], capture_output=True, text=True)
     os.remove(dat)
@@ -304,7 +308,7 @@ def main():
                              workloads, main_allocs, data, "wall_work", ref_mi, fixed_note or None)
     out += t_mi
     g_gl = {}
-    if "glibc" in allocs:
+    if "glibc" in allocs and ref_mi != "glibc":  # else the table above is this one
         t_gl, g_gl = ratio_table("Wall time relative to glibc (lower is better)", workloads,
                                  main_allocs, data, "wall_work", "glibc", fixed_note or None)
         out += t_gl
