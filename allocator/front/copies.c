@@ -52,10 +52,11 @@ enum { MEMCPY, MEMMOVE, MEMPCPY, MEMSET, STRCPY, STPCPY, STRNCPY, STPNCPY, STRCA
  * memcpy@GLIBC_2.2.5 was memmove), which this also answers. */
 static const char *const libc_names[COPY_FUNCS] = {"memmove", "memmove", "mempcpy", "memset",  "strcpy",
                                                    "stpcpy",  "strncpy", "stpncpy", "strcat", "strncat"};
-static void *libc[COPY_FUNCS] = {early_memmove, early_memmove, early_mempcpy, early_memset,  early_strcpy,
-                                 early_stpcpy,  early_strncpy, early_stpncpy, early_strcat, early_strncat};
-static _Atomic(void *) target[COPY_FUNCS] = {early_memmove, early_memmove, early_mempcpy, early_memset,  early_strcpy,
-                                             early_stpcpy,  early_strncpy, early_stpncpy, early_strcat, early_strncat};
+#define EARLY                                                                                                       \
+    {early_memmove, early_memmove, early_mempcpy, early_memset,  early_strcpy,                                     \
+     early_stpcpy,  early_strncpy, early_stpncpy, early_strcat, early_strncat}
+static void *libc[COPY_FUNCS] = EARLY;
+static _Atomic(void *) target[COPY_FUNCS] = EARLY;
 
 #define TARGET(f) atomic_load_explicit(&target[f], memory_order_relaxed)
 

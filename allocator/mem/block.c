@@ -49,12 +49,16 @@ __attribute__((force_align_arg_pointer)) void bx_block_corrupt(const bx_block_t 
               (const void *)b);
 }
 
+/* A decoded link of b's list names a free object of b; checked before the object is read. */
+static bool listed_ok(const bx_block_t *b, uintptr_t off) {
+    return !(off & BX_FREE_LINK_BAD) && bx_block_check_free_object(b, b->mem + off);
+}
+
 void bx_block_check_head(const bx_block_t *b, const char *op) {
     if (b->free >= BX_FREE_END) return; /* none listed, or a keep block's */
     const char *obj = b->mem + b->free;
     uintptr_t next = *(const uintptr_t *)obj ^ bx_link_secret;
-    if (!bx_block_check_free_object(b, obj) ||
-        (next != BX_FREE_END && ((next & BX_FREE_LINK_BAD) || !bx_block_check_free_object(b, b->mem + next))))
+    if (!listed_ok(b, b->free) || (next != BX_FREE_END && !listed_ok(b, next)))
         bx_fatalf("%s: corrupted free list at %p (block %p): the free object there was written after it was freed", op,
                   (const void *)obj, (const void *)b);
 }
@@ -65,7 +69,7 @@ bool bx_block_check(const bx_block_t *b) {
     uint32_t listed = 0;
     /* Each offset is checked before the object at it is read. */
     for (uintptr_t off = b->free; off != BX_FREE_END; off = *(const uintptr_t *)(b->mem + off) ^ bx_link_secret)
-        if (++listed > b->capacity || (off & BX_FREE_LINK_BAD) || !bx_block_check_free_object(b, b->mem + off))
+        if (++listed > b->capacity || !listed_ok(b, off))
             return false;
     /* Objects on their way back from other threads still count as used. */
     uint32_t never_used =

@@ -34,13 +34,16 @@ static __attribute__((noreturn, cold)) void corrupted(const void *block) {
               block);
 }
 
+/* The head, a cached block, and its link, NULL or a cached block: what the next take follows. */
+static bool head_ok(const bx_blockcache_t *bc, const void *block) {
+    return cached_block_ok(bc, block) && (!bx_link_get(block) || cached_block_ok(bc, bx_link_get(block)));
+}
+
 /* Takes the head off the list, checked with its link before either is followed. */
 static void *pop_head(bx_blockcache_t *bc) {
     void *block = bc->head;
-    if (!cached_block_ok(bc, block)) corrupted(block);
-    void *next = bx_link_get(block);
-    if (next && !cached_block_ok(bc, next)) corrupted(block);
-    __atomic_store_n(&bc->head, next, __ATOMIC_RELAXED);
+    if (!head_ok(bc, block)) corrupted(block);
+    __atomic_store_n(&bc->head, bx_link_get(block), __ATOMIC_RELAXED);
     return block;
 }
 
@@ -159,7 +162,7 @@ void bx_blockcache_reclaim(bx_blockcache_t *bc) {
 void bx_blockcache_check_head(bx_blockcache_t *bc, const char *op) {
     bx_lock(&bc->lock);
     void *block = bc->head;
-    bool ok = !block || (cached_block_ok(bc, block) && (!bx_link_get(block) || cached_block_ok(bc, bx_link_get(block))));
+    bool ok = !block || head_ok(bc, block);
     bx_unlock(&bc->lock);
     if (!ok)
         bx_fatalf("%s: corrupted free list at %p (a cached block): the free object there was written after it was freed",

@@ -58,12 +58,16 @@ static bool parse_number(const char *s, uint64_t min, uint64_t max, uint64_t *ou
     return true;
 }
 
+/* A flag's words into *on; false for anything else. Unset or empty is off. */
+static bool flag_word(const char *s, bool *on) {
+    *on = s && (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true"));
+    return *on || !s || !*s || !strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false");
+}
+
 static bool parse_flag(const char *name, const char *s) {
-    if (!s) return false;
-    if (!strcmp(s, "1") || !strcmp(s, "yes") || !strcmp(s, "true")) return true;
-    if (!strcmp(s, "0") || !strcmp(s, "no") || !strcmp(s, "false") || !*s) return false;
-    bx_message("bobox: ignoring %s=%s (expected 0 or 1)\n", name, s);
-    return false;
+    bool on;
+    if (!flag_word(s, &on)) bx_message("bobox: ignoring %s=%s (expected 0 or 1)\n", name, s);
+    return on;
 }
 
 /* BOBOX_CHECK: a flag, or "copies" (only the program's copies checked). */
@@ -71,11 +75,8 @@ static void check_setting(void) {
     const char *s = getenv("BOBOX_CHECK");
     if (s && !strcmp(s, "copies"))
         bx_options.copies = true;
-    else if (s && *s && strcmp(s, "0") && strcmp(s, "1") && strcmp(s, "yes") && strcmp(s, "no") && strcmp(s, "true") &&
-             strcmp(s, "false"))
+    else if (!flag_word(s, &bx_options.check))
         bx_message("bobox: ignoring BOBOX_CHECK=%s (expected 0, 1 or copies)\n", s);
-    else
-        bx_options.check = parse_flag("BOBOX_CHECK", s);
 }
 
 const char *const bx_thp_names[] = {"auto", "never", "always", "system"};

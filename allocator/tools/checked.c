@@ -402,6 +402,15 @@ static void leave_quarantine(const parked_t *q) {
     release_now(q->object, false);
 }
 
+/* Takes the oldest parked object out of the ring (quarantine_lock held, ring_count > 0). */
+static parked_t take_oldest(void) {
+    parked_t q = ring[ring_head];
+    ring_bytes -= q.usable;
+    ring_head = (ring_head + 1) % BX_QUARANTINE_SLOTS;
+    ring_count--;
+    return q;
+}
+
 /* Lets every parked object leave (each checked as it goes); false if none waited. */
 static bool drain_quarantine(void) {
     bool any = false;
@@ -409,12 +418,7 @@ static bool drain_quarantine(void) {
         parked_t out[16];
         size_t n_out = 0;
         bx_lock(&quarantine_lock);
-        while (ring_count && n_out < 16) {
-            out[n_out++] = ring[ring_head];
-            ring_bytes -= ring[ring_head].usable;
-            ring_head = (ring_head + 1) % BX_QUARANTINE_SLOTS;
-            ring_count--;
-        }
+        while (ring_count && n_out < 16) out[n_out++] = take_oldest();
         bx_unlock(&quarantine_lock);
         if (!n_out) return any;
         any = true;
@@ -443,12 +447,8 @@ void bx_checked_release(const bx_lookup_t *r, void *p) {
     bx_lock(&quarantine_lock);
     /* Room for p: the oldest leave (at most a few per call; the rest leave on later frees). */
     while (ring_count && n_out < 4 &&
-           (ring_count == BX_QUARANTINE_SLOTS || ring_bytes + r->usable > BX_QUARANTINE_BYTES)) {
-        out[n_out++] = ring[ring_head];
-        ring_bytes -= ring[ring_head].usable;
-        ring_head = (ring_head + 1) % BX_QUARANTINE_SLOTS;
-        ring_count--;
-    }
+           (ring_count == BX_QUARANTINE_SLOTS || ring_bytes + r->usable > BX_QUARANTINE_BYTES))
+        out[n_out++] = take_oldest();
     bool parked = ring_count < BX_QUARANTINE_SLOTS;
     if (parked) {
         ring[(ring_head + ring_count) % BX_QUARANTINE_SLOTS] = (parked_t){p, r->usable, sealed};
