@@ -30,8 +30,7 @@ void *bx_alloc_unchecked(size_t size) {
 
 void *bx_core_alloc_small(size_t size) {
     bx_bin_t *b = bx_tls_bin(size);
-    void *p = bx_bin_alloc_top(b);
-    if (!p) p = bx_bin_alloc_next(b);
+    void *p = bx_bin_alloc(b);
     return p ? p : bx_alloc_unchecked(size);
 }
 
@@ -44,7 +43,7 @@ void *bx_alloc_aligned_unchecked(size_t alignment, size_t size) {
     if (alignment < BX_BLOCK_SIZE && size + alignment <= BX_MEDIUM_MAX) {
         /* Medium objects are 512-byte aligned already. */
         size_t padded = size > BX_SMALL_MAX && alignment <= BX_MEDIUM_GRAIN ? size : size + alignment - BX_ALIGNMENT;
-        char *p = padded <= BX_SMALL_MAX ? bx_bin_alloc_top(bx_tls_bin(padded)) : NULL;
+        char *p = padded <= BX_SMALL_MAX ? bx_bin_alloc_fast(bx_tls_bin(padded)) : NULL;
         if (!p) p = bx_alloc_unchecked(padded);
         if (!p || ((uintptr_t)p & (alignment - 1)) == 0) return p;
         char *aligned = (char *)bx_align_up((uintptr_t)p, alignment);

@@ -21,7 +21,7 @@ void *bx_malloc_slow(size_t size) {
         void *p = bx_prof_due(size);
         if (p) return p;
         /* Not sampled: the countdown stopped the fast path before its pop, not a spent chain. */
-        if (size <= BX_SMALL_MAX && (p = bx_bin_alloc_top(bx_tls_bin(size))) != NULL) return p;
+        if (size <= BX_SMALL_MAX && (p = bx_bin_alloc_fast(bx_tls_bin(size))) != NULL) return p;
     }
     if (size <= BX_SMALL_MAX) { /* the top chain is spent: the next one (the stand-in has none) */
         void *p = bx_bin_alloc_next(bx_tls_bin(size));

@@ -20,7 +20,7 @@ static inline void *bx_alloc_fast(size_t size) {
     if (BX_UNLIKELY(size > BX_SMALL_MAX)) return NULL;
     /* The heap profiler's countdown: one subtraction (bx_malloc_slow counts larger sizes). */
     if (BX_UNLIKELY((bx_tls_alloc.sample_left -= (int64_t)size) < 0)) return NULL;
-    return bx_bin_alloc_top(bx_tls_bin(size));
+    return bx_bin_alloc_fast(bx_tls_bin(size));
 }
 
 /* malloc past its fast path: any size, any thread state, checked mode; NULL with ENOMEM. */

@@ -56,13 +56,16 @@ BX_API void *bobox_realloc(void *p, size_t size) {
     if (!q && room > size) q = bobox_malloc(size);
     if (!q) return NULL;
     bx_copy(q, p, size < r.usable ? size : r.usable);
-    /* Read before the free: another heap's block may be given away once p reaches it. */
-    bool own_small = r.tag == BX_TAG_SMALL && r.block->heap == bx_tls_heap;
-    bx_free_resolved(&r);
     /* The old slot is not the next one of its size handed out: a stale pointer to the old
-     * object would write into the new owner's (as glibc, whose chunk goes to a bin). Our
-     * own block stays ours: the free made it the top chain's. */
-    if (own_small) bx_block_demote_head(r.block, r.object);
+     * object would write into the new owner's (as glibc, whose chunk goes to a bin). So an
+     * object of our own goes past the front cache into its block, where the free makes it
+     * the top chain's head, and then one place down. */
+    if (r.tag == BX_TAG_SMALL && r.block->heap == bx_tls_heap) {
+        bx_heap_free_small_block(bx_tls_heap, r.block, r.object);
+        bx_block_demote_head(r.block, r.object);
+    } else {
+        bx_free_resolved(&r);
+    }
     return q;
 }
 

@@ -85,9 +85,20 @@ void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
     bx_blockcache_free((bx_blockcache_t *)sb->owner, sb, bx_sb_block(sb, index));
 }
 
+static inline void drain_if_due(bx_heap_t *h) {
+    if (BX_UNLIKELY(bx_remote_waiting(&h->remote) >= BX_REMOTE_DRAIN_BYTES)) bx_heap_drain(h);
+}
+
 void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
     bx_bin_new_chain(b, blk);
-    if (BX_UNLIKELY(bx_remote_waiting(&h->remote) >= BX_REMOTE_DRAIN_BYTES)) bx_heap_drain(h);
+    drain_if_due(h);
+}
+
+void bx_heap_free_front_full(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk, void *obj) {
+    /* The older half: the newer objects are the ones still in this CPU's cache. */
+    bx_bin_spill_front(b, (uint32_t)(b->front.cap + 1) / 2);
+    bx_bin_free_front(b, blk, obj); /* room now: the capacity is at least 2 */
+    drain_if_due(h);
 }
 
 static inline void send_home(bx_heap_t *self, bx_remote_t *home, void *obj, size_t size, uintptr_t key) {
@@ -285,6 +296,7 @@ void *bx_heap_alloc(bx_heap_t *h, size_t size) {
 
 void bx_heap_check_heads(bx_heap_t *h, const char *op) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
+        bx_bin_check_front(&h->small[i], op);
         const bx_block_t *top = h->small[i].chains.top.block;
         if (top != &bx_block_none && top->heap == h) bx_block_check_head(top, op);
     }

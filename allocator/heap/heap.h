@@ -92,8 +92,18 @@ void *bx_heap_alloc_sample(bx_heap_t *h, size_t size);
 
 /* A local free that starts a new chain; drains the remote frees once past their threshold. */
 void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk);
-/* A local free of a small object (the semi-slow part is a tail call: no register to save). */
+/* A local free with the bin's front cache full: its older half goes to the blocks first. */
+void bx_heap_free_front_full(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk, void *obj);
+/* free's local path for a small object: into the front cache (the semi-slow part is a tail
+ * call: no register to save). */
 static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) {
+    bx_bin_t *b = blk->owner_bin;
+    if (BX_LIKELY(bx_bin_free_front(b, blk, obj))) return;
+    bx_heap_free_front_full(h, b, blk, obj);
+}
+/* A local free past the front cache, into the block (realloc's old object, which must not
+ * be the next one handed out; the slow paths of free). */
+static inline void bx_heap_free_small_block(bx_heap_t *h, bx_block_t *blk, void *obj) {
     bx_bin_t *b = blk->owner_bin;
     if (BX_LIKELY(bx_bin_free_top(b, blk, obj))) return;
     bx_heap_free_new_chain(h, b, blk);

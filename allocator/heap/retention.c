@@ -5,12 +5,18 @@
 #include "mem/node.h"
 #include "os/options.h"
 
-/* Sends home the kept objects of a bin that no chain counts (all, when it has no chain). */
+/* Sends home the kept objects of a bin that no chain counts (all, when it has no chain). At a
+ * tick, a bin that allocated nothing since the last one also empties its front cache into
+ * its blocks, which can then drain. */
 static void release_kept(bx_heap_t *h, bool idle_only) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
+        bx_bin_t *b = &h->small[i];
         /* At a tick, only those of a size the thread stopped allocating: of no use here. */
-        if (!idle_only || h->small[i].allocs == h->allocs_at_tick[i]) bx_bin_release_kept(&h->small[i]);
-        h->allocs_at_tick[i] = h->small[i].allocs;
+        if (!idle_only || b->allocs == h->allocs_at_tick[i]) {
+            if (idle_only) bx_bin_spill_front(b, bx_bin_front_count(b));
+            bx_bin_release_kept(b);
+        }
+        h->allocs_at_tick[i] = b->allocs;
     }
 }
 

@@ -41,10 +41,13 @@ bool bx_block_check_free_object(const bx_block_t *b, const void *obj) {
     return bx_block_of(obj) == b && bx_block_is_slot(b, obj) && bx_object_is_free(obj, bx_block_key(b));
 }
 
+void bx_free_object_corrupt(const char *op, const void *obj) {
+    bx_fatalf("%s: corrupted free list at %p (block %p): the free object there was written after it was freed", op, obj,
+              (const void *)bx_block_of(obj));
+}
+
 __attribute__((force_align_arg_pointer)) void bx_block_corrupt(const bx_block_t *b) {
-    if (b->free < BX_FREE_END)
-        bx_fatalf("malloc(): corrupted free list at %p (block %p): the free object there was written after it was freed",
-                  (const void *)(b->mem + b->free), (const void *)b);
+    if (b->free < BX_FREE_END) bx_free_object_corrupt("malloc()", b->mem + b->free);
     bx_fatalf("malloc(): corrupted free list in block %p: a free object was written after it was freed",
               (const void *)b);
 }
@@ -58,9 +61,7 @@ void bx_block_check_head(const bx_block_t *b, const char *op) {
     if (b->free >= BX_FREE_END) return; /* none listed, or a keep block's */
     const char *obj = b->mem + b->free;
     uintptr_t next = *(const uintptr_t *)obj ^ bx_link_secret;
-    if (!listed_ok(b, b->free) || (next != BX_FREE_END && !listed_ok(b, next)))
-        bx_fatalf("%s: corrupted free list at %p (block %p): the free object there was written after it was freed", op,
-                  (const void *)obj, (const void *)b);
+    if (!listed_ok(b, b->free) || (next != BX_FREE_END && !listed_ok(b, next))) bx_free_object_corrupt(op, obj);
 }
 
 bool bx_block_check(const bx_block_t *b) {

@@ -223,6 +223,9 @@ static inline char *bx_block_at(const char *mem, uintptr_t off) {
 /* A decoded link that no slot has (a write after free changed it), or a head that is no
  * offset or marker: aborts, naming the object whose link it was (the head, not yet taken). */
 __attribute__((noreturn, cold)) void bx_block_corrupt(const bx_block_t *b);
+/* A free object of ours at obj (a block's or a front cache's) was written after it was freed:
+ * aborts naming `op`, obj and its block. */
+__attribute__((noreturn, cold)) void bx_free_object_corrupt(const char *op, const void *obj);
 /* The same, reached from bx_block_pop by a jump: a call, even one that never returns, costs
  * malloc's fast path a stack frame. bx_block_corrupt realigns the stack itself. */
 static inline __attribute__((always_inline, noreturn)) void bx_block_corrupt_jump(const bx_block_t *b) {

@@ -1,5 +1,16 @@
-/* bin.c - chain records, block lists and their transitions. */
+/* bin.c - the front cache's spills, chain records, block lists and their transitions. */
 #include "small/bin.h"
+
+__attribute__((force_align_arg_pointer)) void bx_front_corrupt(const void *obj) {
+    bx_free_object_corrupt("malloc()", obj);
+}
+
+void bx_bin_check_front(const bx_bin_t *b, const char *op) {
+    for (uint32_t i = 0; i < b->front.n; i++) {
+        const void *obj = b->front.slot[i];
+        if (!bx_front_object_ok(obj, bx_block_key(bx_block_of(obj)))) bx_free_object_corrupt(op, obj);
+    }
+}
 
 static uint32_t max_chains_for(uint32_t size) {
     uint32_t n = (uint32_t)(BX_BLOCK_SIZE / size);
@@ -11,6 +22,8 @@ uint32_t bx_bin_ring_size(uint32_t size) { return bx_chainstack_ring_size(max_ch
 void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size,
                  bx_blockcache_t *cache) {
     bx_chainstack_init(&b->chains, ring, ring_size);
+    b->front.n = 0;
+    b->front.cap = bx_front_capacity(size);
     b->cache = cache;
     b->size = size;
     b->per_block = bx_block_capacity(size);
@@ -210,11 +223,41 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
     if (free == 1 || free == blk->capacity / 2u + 1 || blk->used == 0) place(b, blk);
 }
 
+void bx_bin_spill_front(bx_bin_t *b, uint32_t count) {
+    bx_front_t *f = &b->front;
+    if (count > f->n) count = (uint32_t)f->n;
+    for (uint32_t i = 0; i < count; i++) {
+        void *obj = f->slot[i];
+        bx_block_t *blk = bx_block_of(obj);
+        if (BX_UNLIKELY(!bx_front_object_ok(obj, bx_block_key(blk)))) bx_free_object_corrupt("free()", obj);
+        if (!bx_bin_return_top(b, blk, obj)) bx_bin_new_chain(b, blk);
+    }
+    f->n -= count;
+    for (uint32_t i = 0; i < f->n; i++) f->slot[i] = f->slot[i + count];
+}
+
 void bx_bin_flush(bx_bin_t *b) {
+    bx_bin_spill_front(b, bx_bin_front_count(b));
     while (b->chains.len) drop_oldest(b);
 }
 
+/* The front cache: distinct slots of the bin's blocks that read as cached (front.h). */
+static bool front_check(const bx_bin_t *b) {
+    const bx_front_t *f = &b->front;
+    if (f->n > f->cap || f->cap > BX_FRONT_SLOTS) return false;
+    for (uint32_t i = 0; i < f->n; i++) {
+        const void *obj = f->slot[i];
+        const bx_block_t *blk = bx_block_of(obj);
+        if (blk->owner_bin != b || blk->used == 0 || !bx_block_is_own_slot(blk, obj)) return false;
+        if (!bx_front_object_ok(obj, bx_block_key(blk))) return false;
+        for (uint32_t j = 0; j < i; j++)
+            if (f->slot[j] == obj) return false;
+    }
+    return true;
+}
+
 bool bx_bin_check(const bx_bin_t *b) {
+    if (!front_check(b)) return false;
     for (unsigned list = BX_LIST_FULL; list < BX_LIST_COUNT; list++) {
         uint32_t n = 0;
         const bx_block_t *prev = NULL;

@@ -1,7 +1,8 @@
 /* bin.h - one small-object allocator: the objects of one size for one thread (DESIGN §3).
  *
- * Allocation pops the top chain of the chain stack; a local free lengthens the top
- * chain or starts a new one. Blocks not referenced by any chain record sit on one of
+ * A local free goes to the front cache (front.h) and malloc takes from it first. Behind it,
+ * allocation pops the top chain of the chain stack; an object leaving the front cache (or
+ * freed past it) lengthens the top chain or starts a new one. Blocks not referenced by any chain record sit on one of
  * three lists (full, almost full, almost empty); an empty stack refills from almost
  * full, then almost empty, then a new block; an entirely free block goes back to the
  * block cache. */
@@ -11,6 +12,7 @@
 #include "mem/block.h"
 #include "mem/blockcache.h"
 #include "small/chainstack.h"
+#include "small/front.h"
 #include "small/keep.h"
 #include "small/sizeclass.h"
 
@@ -19,13 +21,15 @@
 static inline unsigned bx_bin_list_slot(unsigned list) { return list - BX_LIST_FULL; }
 
 typedef struct bx_bin {
+    bx_front_t front; /* first: its count shares a line with the newest slots */
+    size_t allocs, frees; /* objects handed out and freed so far, through the front cache
+                           * too (counted, not derived: the difference is what the bound
+                           * needs, the first is a statistic); on the top chain's line */
     bx_chainstack_t chains;
     uint32_t size;       /* object size */
     uint32_t per_block;  /* objects per block */
     uint32_t max_chains; /* upper end of the bound: 64 KB / size, at least 16 */
     uint32_t index;
-    size_t allocs, frees;            /* objects handed out and freed so far (counted, not derived: the
-                           * difference is what the bound needs, the first is a statistic) */
     bx_block_t *lists[BX_BIN_LISTS]; /* heads of the full / almost full / almost empty lists */
     uint32_t list_len[BX_BIN_LISTS]; /* both indexed by bx_bin_list_slot */
     bx_blockcache_t *cache;          /* its blocks come from and go back to it (read off the fast path) */
@@ -85,9 +89,11 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj);
 /* Drops the top chain if its block is entirely free (the block goes back to the cache when
  * no other record names it); true if it did. */
 bool bx_bin_release_empty_top(bx_bin_t *b);
-/* Drops every chain: blocks go to their lists, entirely free ones back to the cache. */
+/* Empties the front cache, then drops every chain: blocks go to their lists, entirely free
+ * ones back to the cache. */
 void bx_bin_flush(bx_bin_t *b);
-/* Validates chains, lists, counts and every block (bx_block_check); false on any inconsistency. */
+/* Validates the front cache, chains, lists, counts and every block (bx_block_check); false on
+ * any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);
 
 /* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path" (for
@@ -100,21 +106,49 @@ static inline void *bx_bin_alloc_top(bx_bin_t *b) {
     b->allocs++;
     return bx_block_pop(b->chains.top.block);
 }
+/* malloc's fast path: the front cache, then the top chain. */
+static inline void *bx_bin_alloc_fast(bx_bin_t *b) {
+    void *p = bx_front_pop(&b->front);
+    if (BX_LIKELY(p != NULL)) {
+        b->allocs++;
+        return p;
+    }
+    return bx_bin_alloc_top(b);
+}
 static inline void *bx_bin_alloc(bx_bin_t *b) {
-    void *p = bx_bin_alloc_top(b);
+    void *p = bx_bin_alloc_fast(b);
     return BX_LIKELY(p != NULL) ? p : bx_bin_alloc_next(b);
 }
 
-/* Pushes obj into its block; true when that lengthened the top chain (a spent one too),
- * false when the caller must start a new chain (bx_bin_new_chain). */
-static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
+/* Pushes obj into its block, uncounted (it was counted when freed into the front cache);
+ * true when that lengthened the top chain (a spent one too), false when the caller must
+ * start a new chain (bx_bin_new_chain). */
+static inline bool bx_bin_return_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_push(blk, obj);
-    b->frees++;
     if (BX_LIKELY(b->chains.top.block == blk)) {
         b->chains.top.count++;
         return true;
     }
     return false;
 }
+/* A free past the front cache: counted, then as bx_bin_return_top. */
+static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
+    b->frees++;
+    return bx_bin_return_top(b, blk, obj);
+}
+/* A local free into the front cache; false when it is full (bx_bin_spill_front first). */
+static inline bool bx_bin_free_front(bx_bin_t *b, bx_block_t *blk, void *obj) {
+    if (BX_UNLIKELY(!bx_front_push(&b->front, obj, bx_block_key(blk)))) return false;
+    b->frees++;
+    return true;
+}
+/* Moves the `count` oldest objects of the front cache to their blocks, through the chain
+ * stack. */
+void bx_bin_spill_front(bx_bin_t *b, uint32_t count);
+/* For the owner: aborts naming `op` when an object of the front cache was written after it
+ * was freed (its link or key word changed). */
+void bx_bin_check_front(const bx_bin_t *b, const char *op);
+/* Objects of the bin in its front cache. */
+static inline uint32_t bx_bin_front_count(const bx_bin_t *b) { return (uint32_t)b->front.n; }
 
 #endif

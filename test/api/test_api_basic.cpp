@@ -374,6 +374,29 @@ TEST_CASE("realloc growing by small steps moves the object rarely", "[api][reall
     }
 }
 
+// A stale pointer to the object realloc moved away from must not alias the next object of its
+// size: the old slot is not the next one handed out, whether the thread's recent frees of the
+// size (its front cache) are waiting or not.
+TEST_CASE("realloc's old slot is not the next object of its size", "[api][realloc][front]") {
+    for (size_t size : {16, 100, 1000, 4000, 16000}) {
+        for (int freed_before : {0, 1, 40}) {
+            INFO(size << " B, " << freed_before << " freed just before");
+            std::vector<void *> others;
+            for (int i = 0; i < freed_before; i++) others.push_back(a_malloc(size));
+            void *p = a_malloc(size);
+            REQUIRE(p != nullptr);
+            memset(p, 0x33, size);
+            for (void *o : others) a_free(o);
+            void *q = a_realloc(p, size * 3 + 20000); // another size class: it moves
+            REQUIRE(q != nullptr);
+            void *next = a_malloc(size);
+            CHECK(next != p);
+            a_free(next);
+            a_free(q);
+        }
+    }
+}
+
 TEST_CASE("sizes up to PTRDIFF_MAX between aligned allocations keep malloc's countdown in range", "[api][enomem]") {
     // Each malloc counts its size down to the profiler's next sample. An aligned allocation
     // whose fast path the countdown stopped used to leave it below zero, and the next

@@ -9,6 +9,7 @@
 extern "C" {
 const char *probe_heap_small(size_t size, int n);
 const char *probe_heap_medium(void);
+const char *probe_front(size_t size);
 const char *probe_remote_free(void);
 const char *probe_tick(void);
 const char *probe_core(void);
@@ -22,6 +23,15 @@ TEST_CASE("a heap hands out distinct objects of its own blocks and gives every b
     for (size_t size : {16, 48, 256, 1008, 4096, 16352}) {
         INFO(size << " B");
         REQUIRE(ok(probe_heap_small(size, 3000)) == "");
+    }
+}
+
+TEST_CASE("a bin's front cache hands back the objects freed last, spills its older half, and empties when idle or "
+          "released",
+          "[heap][front]") {
+    for (size_t size : {16, 256, 1008, 4096, 16352}) {
+        INFO(size << " B");
+        REQUIRE(ok(probe_front(size)) == "");
     }
 }
 

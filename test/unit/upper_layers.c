@@ -118,6 +118,60 @@ const char *probe_tick(void) {
     return NULL;
 }
 
+/* The front cache of one bin of a fresh heap: LIFO hand-back, the spill of the older half
+ * into the blocks, counts, the tick of an idle bin, a corrupted entry, the release. */
+const char *probe_front(size_t size) {
+    start();
+    bx_heap_t *h = bx_heap_create(0, BX_HEAP_LIVE);
+    CHECK(h, "no heap");
+    bx_bin_t *b = &h->small[bx_small_bin(size)];
+    uint32_t cap = (uint32_t)b->front.cap, n = cap + cap / 2 + 1;
+    CHECK(cap >= 2 && cap <= BX_FRONT_SLOTS, "capacity %u", cap);
+    char *objs[3 * BX_FRONT_SLOTS];
+    for (uint32_t i = 0; i < n; i++) CHECK((objs[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
+    /* Fewer than its capacity: the frees stay in the array, and come back newest first. */
+    for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
+    CHECK(b->front.n == cap, "%u cached after %u frees", (unsigned)b->front.n, cap);
+    CHECK(bx_bin_allocated(b) == n - cap, "%zu counted live, %u are", bx_bin_allocated(b), n - cap);
+    CHECK(bx_heap_check(h), "bx_heap_check failed with the array full");
+    for (uint32_t i = 0; i < cap; i++) {
+        char *p = bx_heap_alloc(h, size);
+        CHECK(p == objs[cap - 1 - i], "malloc %u handed out %p, not the object freed last %p", i, (void *)p,
+              (void *)objs[cap - 1 - i]);
+    }
+    CHECK(b->front.n == 0, "%u left in the array", (unsigned)b->front.n);
+    /* Past its capacity: the older half goes to the blocks, the newer stays. */
+    for (uint32_t i = 0; i < n; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
+    uint32_t spills = 1 + (n - cap - 1) / ((cap + 1) / 2), spilled = spills * ((cap + 1) / 2);
+    CHECK(b->front.n == n - spilled, "%u cached after %u frees, expected %u", (unsigned)b->front.n, n, n - spilled);
+    for (uint32_t i = 0; i < n; i++) {
+        CHECK(i < spilled || b->front.slot[i - spilled] == objs[i], "object %u is not in the array's slot %u", i,
+              i - spilled);
+        CHECK(bx_object_is_free(objs[i], bx_block_key(bx_block_of(objs[i]))), "object %u does not read as free", i);
+    }
+    CHECK(bx_bin_allocated(b) == 0, "%zu counted live after every free", bx_bin_allocated(b));
+    CHECK(bx_heap_check(h), "bx_heap_check failed after a spill");
+    /* A write after free over a cached object's link is a corruption the check sees. */
+    uintptr_t *link = (uintptr_t *)b->front.slot[0];
+    *link ^= 1;
+    CHECK(!bx_heap_check(h), "bx_heap_check missed a cached object's changed link");
+    *link ^= 1;
+    /* A tick spills the array of a bin that allocated nothing since the last one. */
+    bx_retention_release_heap(h, BX_RELEASE_TICK);
+    CHECK(b->front.n != 0, "the first tick spilled a bin that was in use");
+    bx_retention_release_heap(h, BX_RELEASE_TICK);
+    CHECK(b->front.n == 0, "%u still cached after a tick of an idle bin", (unsigned)b->front.n);
+    CHECK(bx_heap_check(h), "bx_heap_check failed after the tick");
+    /* The release gives every block back. */
+    for (uint32_t i = 0; i < cap; i++) CHECK((objs[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
+    for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
+    bx_retention_release_heap(h, BX_RELEASE_TRIM);
+    CHECK(b->front.n == 0, "%u still cached after a TRIM release", (unsigned)b->front.n);
+    CHECK(bx_heap_check(h), "bx_heap_check failed after the release");
+    CHECK(h->small_blocks.alloc.superblocks == 0, "the heap still holds %zu superblocks", h->small_blocks.alloc.superblocks);
+    return NULL;
+}
+
 static const void *hooked;
 static int hook_calls;
 static void note_large_free(const void *object) {

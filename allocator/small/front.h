@@ -1,0 +1,73 @@
+/* front.h - the front cache: per bin, the objects its thread freed last, which malloc hands
+ * out first (docs/design.md, "The front cache").
+ *
+ * A free of the thread's own object pushes it here and a malloc pops it, with no decision
+ * that depends on the order of frees: the chain stack behind it (chainstack.h) decided, on
+ * most operations of a program that frees in random order, between the top chain and a new
+ * one, and mispredicted. When the array is full its older half goes to the blocks through
+ * the chain stack (bin.c), which still decides which blocks drain and how many a thread pins.
+ *
+ * The array lives in the bin, outside every object: a write after free cannot reach it.
+ * Its objects stay counted as used by their blocks and read as free to every check
+ * (classify.h): their key word is the block's free key and their link word the mangled null
+ * link, which malloc compares before handing the object out again. */
+#ifndef BX_FRONT_H
+#define BX_FRONT_H
+
+#include "mem/block.h"
+
+#define BX_FRONT_SLOTS 32
+
+typedef struct bx_front {
+    /* Words, not 32-bit counts: an index needs no widening on malloc's and free's paths. */
+    uint64_t n;   /* objects held: slot[0] the oldest, slot[n - 1] the newest */
+    uint64_t cap; /* objects held at most (bx_front_capacity); 0 in the stand-in bin */
+    void *slot[BX_FRONT_SLOTS];
+} bx_front_t;
+
+/* At most one block's worth of bytes per bin, from 2 to BX_FRONT_SLOTS objects: a thread
+ * that stops allocating a size pins little until its next tick empties the array. */
+static inline uint32_t bx_front_capacity(uint32_t size) {
+    uint32_t n = (uint32_t)(BX_BLOCK_SIZE / size);
+    return n > BX_FRONT_SLOTS ? BX_FRONT_SLOTS : n < 2 ? 2 : n;
+}
+
+/* A cached object whose link word changed: aborts naming it. */
+__attribute__((noreturn, cold)) void bx_front_corrupt(const void *obj);
+/* Reached by a jump, as bx_block_corrupt_jump (block.h): no stack frame on malloc's path. */
+static inline __attribute__((always_inline, noreturn)) void bx_front_corrupt_jump(const void *obj) {
+#if defined(__x86_64__)
+    __asm__ volatile("jmp bx_front_corrupt" : : "D"(obj));
+    __builtin_unreachable();
+#else
+    bx_front_corrupt(obj);
+#endif
+}
+
+/* Caches obj, a slot of a block whose free key is `key`; false when the array is full. */
+static inline bool bx_front_push(bx_front_t *f, void *obj, uintptr_t key) {
+    uint64_t n = f->n;
+    if (BX_UNLIKELY(n >= f->cap)) return false;
+    bx_object_mark_free(obj, key);
+    f->slot[n] = obj;
+    f->n = n + 1;
+    return true;
+}
+
+/* The object freed last, or NULL if none; aborts if its link word was written since. */
+static inline void *bx_front_pop(bx_front_t *f) {
+    int64_t n = (int64_t)f->n - 1; /* at most BX_FRONT_SLOTS */
+    if (n < 0) return NULL;
+    f->n = (uint64_t)n;
+    void *obj = f->slot[n];
+    if (BX_UNLIKELY(*(const uintptr_t *)obj != bx_link_secret)) bx_front_corrupt_jump(obj);
+    ((uintptr_t *)obj)[1] = 0;
+    return obj;
+}
+
+/* Whether obj, in the array, still reads as its block's free cached object. */
+static inline bool bx_front_object_ok(const void *obj, uintptr_t key) {
+    return *(const uintptr_t *)obj == bx_link_secret && ((const uintptr_t *)obj)[1] == key;
+}
+
+#endif
