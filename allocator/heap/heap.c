@@ -94,12 +94,6 @@ void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
     drain_if_due(h);
 }
 
-void bx_heap_free_front_full(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk, void *obj) {
-    /* The older half: the newer objects are the ones still in this CPU's cache. */
-    bx_bin_spill_front(b, (uint32_t)(b->front.cap + 1) / 2);
-    bx_bin_free_front(b, blk, obj); /* room now: the capacity is at least 2 */
-    drain_if_due(h);
-}
 
 static inline void send_home(bx_heap_t *self, bx_remote_t *home, void *obj, size_t size, uintptr_t key) {
     bx_object_mark_free(obj, key); /* a second free of it is caught before the owner drains it */
