@@ -85,6 +85,11 @@ void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
     bx_blockcache_free((bx_blockcache_t *)sb->owner, sb, bx_sb_block(sb, index));
 }
 
+void bx_heap_free_front_full(bx_heap_t *h, bx_block_t *blk, void *obj) {
+    if (bx_bin_front_batch(blk->owner_bin)) bx_bin_front_off(blk->owner_bin);
+    bx_heap_free_small_block(h, blk, obj);
+}
+
 static inline void drain_if_due(bx_heap_t *h) {
     if (BX_UNLIKELY(bx_remote_waiting(&h->remote) >= BX_REMOTE_DRAIN_BYTES)) bx_heap_drain(h);
 }

@@ -23,7 +23,9 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
                  bx_blockcache_t *cache) {
     bx_chainstack_init(&b->chains, ring, ring_size);
     b->front.n = 0;
-    b->front.cap = bx_front_capacity(size);
+    b->front.cap = b->front_max = bx_front_capacity(size);
+    b->front_full_frees = 0;
+    b->front_mark = 0;
     b->cache = cache;
     b->size = size;
     b->per_block = bx_block_capacity(size);
@@ -126,6 +128,7 @@ static void drop_spent_top(bx_bin_t *b) { retire_spent(b, bx_chainstack_pop(&b->
 static bool top_spent(const bx_bin_t *b) { return !bx_chainstack_empty(&b->chains) && b->chains.top.count == 0; }
 
 void *bx_bin_alloc_next(bx_bin_t *b) {
+    b->front.cap = b->front_max; /* the batch of frees is over, if one turned it off */
     if (bx_chainstack_empty(&b->chains)) return NULL;
     drop_spent_top(b);
     /* Kept objects next, while they are still in this CPU's cache. */
@@ -236,6 +239,19 @@ void bx_bin_spill_front(bx_bin_t *b, uint32_t count) {
     for (uint32_t i = 0; i < f->n; i++) f->slot[i] = f->slot[i + count];
 }
 
+bool bx_bin_front_batch(bx_bin_t *b) {
+    if (b->allocs != b->front_mark) {
+        b->front_mark = b->allocs;
+        b->front_full_frees = 0;
+    }
+    return ++b->front_full_frees >= BX_FRONT_BATCH;
+}
+
+void bx_bin_front_off(bx_bin_t *b) {
+    bx_bin_spill_front(b, bx_bin_front_count(b));
+    b->front.cap = 0;
+}
+
 void bx_bin_flush(bx_bin_t *b) {
     bx_bin_spill_front(b, bx_bin_front_count(b));
     while (b->chains.len) drop_oldest(b);
@@ -244,7 +260,7 @@ void bx_bin_flush(bx_bin_t *b) {
 /* The front cache: distinct slots of the bin's blocks that read as cached (front.h). */
 static bool front_check(const bx_bin_t *b) {
     const bx_front_t *f = &b->front;
-    if (f->n > f->cap || f->cap > BX_FRONT_SLOTS) return false;
+    if (f->n > f->cap || (f->cap != 0 && f->cap != b->front_max) || b->front_max > BX_FRONT_SLOTS) return false;
     for (uint32_t i = 0; i < f->n; i++) {
         const void *obj = f->slot[i];
         const bx_block_t *blk = bx_block_of(obj);

@@ -4,8 +4,9 @@
  * A free of the thread's own object pushes it here and a malloc pops it, with no decision
  * that depends on the order of frees: the chain stack behind it (chainstack.h) decided, on
  * most operations of a program that frees in random order, between the top chain and a new
- * one, and mispredicted. When the array is full its older half goes to the blocks through
- * the chain stack (bin.c), which still decides which blocks drain and how many a thread pins.
+ * one, and mispredicted. A free that finds the array full goes to its block through the
+ * chain stack, which still decides which blocks drain and how many a thread pins; a batch of
+ * such frees empties the array into the blocks and turns it off for a while (bin.h). 
  *
  * The array lives in the bin, outside every object: a write after free cannot reach it.
  * Its objects stay counted as used by their blocks and read as free to every check
@@ -21,7 +22,7 @@
 typedef struct bx_front {
     /* Words, not 32-bit counts: an index needs no widening on malloc's and free's paths. */
     uint64_t n;   /* objects held: slot[0] the oldest, slot[n - 1] the newest */
-    uint64_t cap; /* objects held at most (bx_front_capacity); 0 in the stand-in bin */
+    uint64_t cap; /* objects held at most: the bin's front_max, or 0 while off and in the stand-in bin */
     void *slot[BX_FRONT_SLOTS];
 } bx_front_t;
 

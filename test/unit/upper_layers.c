@@ -125,9 +125,9 @@ const char *probe_front(size_t size) {
     bx_heap_t *h = bx_heap_create(0, BX_HEAP_LIVE);
     CHECK(h, "no heap");
     bx_bin_t *b = &h->small[bx_small_bin(size)];
-    uint32_t cap = (uint32_t)b->front.cap, n = cap + cap / 2 + 1;
+    uint32_t cap = (uint32_t)b->front.cap, n = cap + BX_FRONT_BATCH;
     CHECK(cap >= 2 && cap <= BX_FRONT_SLOTS, "capacity %u", cap);
-    char *objs[3 * BX_FRONT_SLOTS];
+    char *objs[3 * BX_FRONT_SLOTS + 2 * 4096];
     for (uint32_t i = 0; i < n; i++) CHECK((objs[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
     /* Fewer than its capacity: the frees stay in the array, and come back newest first. */
     for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
@@ -140,17 +140,27 @@ const char *probe_front(size_t size) {
               (void *)objs[cap - 1 - i]);
     }
     CHECK(b->front.n == 0, "%u left in the array", (unsigned)b->front.n);
-    /* Past its capacity: the older half goes to the blocks, the newer stays. */
-    for (uint32_t i = 0; i < n; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
-    uint32_t spills = 1 + (n - cap - 1) / ((cap + 1) / 2), spilled = spills * ((cap + 1) / 2);
-    CHECK(b->front.n == n - spilled, "%u cached after %u frees, expected %u", (unsigned)b->front.n, n, n - spilled);
-    for (uint32_t i = 0; i < n; i++) {
-        CHECK(i < spilled || b->front.slot[i - spilled] == objs[i], "object %u is not in the array's slot %u", i,
-              i - spilled);
-        CHECK(bx_object_is_free(objs[i], bx_block_key(bx_block_of(objs[i]))), "object %u does not read as free", i);
-    }
+    /* Past its capacity, frees go to their blocks; BX_FRONT_BATCH of them in a row with no
+     * malloc (a batch) send the whole array there too, and the rest of the batch follows,
+     * until the bin's top chain next runs out. */
+    for (uint32_t i = 0; i < n - 1; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
+    CHECK(b->front.n == cap && b->front.cap == cap, "%u cached, capacity %u after %u frees past a full array",
+          (unsigned)b->front.n, (unsigned)b->front.cap, n - 1 - cap);
+    bx_heap_free_small(h, bx_block_of(objs[n - 1]), objs[n - 1]);
+    CHECK(b->front.n == 0 && b->front.cap == 0, "%u cached, capacity %u after a batch of %u frees",
+          (unsigned)b->front.n, (unsigned)b->front.cap, n);
+    for (uint32_t i = 0; i < n; i++) /* a block that emptied went back to the cache, which links through it */
+        CHECK(bx_block_of(objs[i])->heap != h || bx_object_is_free(objs[i], bx_block_key(bx_block_of(objs[i]))),
+              "object %u does not read as free", i);
     CHECK(bx_bin_allocated(b) == 0, "%zu counted live after every free", bx_bin_allocated(b));
-    CHECK(bx_heap_check(h), "bx_heap_check failed after a spill");
+    CHECK(bx_heap_check(h), "bx_heap_check failed after the batch");
+    uint32_t again = 0;
+    while (b->front.cap == 0 && again < 3 * BX_FRONT_SLOTS + 2 * b->per_block)
+        CHECK((objs[again++] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", again);
+    CHECK(b->front.cap == cap, "the array was not turned back on after %u mallocs", again);
+    for (uint32_t i = 0; i < cap && i < again; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
+    CHECK(b->front.n == (again < cap ? again : cap), "%u cached after freeing %u", (unsigned)b->front.n,
+          again < cap ? again : cap);
     /* A write after free over a cached object's link is a corruption the check sees. */
     uintptr_t *link = (uintptr_t *)b->front.slot[0];
     *link ^= 1;
@@ -165,6 +175,7 @@ const char *probe_front(size_t size) {
     /* The release gives every block back. */
     for (uint32_t i = 0; i < cap; i++) CHECK((objs[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
     for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
+    for (uint32_t i = cap; i < again; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
     bx_retention_release_heap(h, BX_RELEASE_TRIM);
     CHECK(b->front.n == 0, "%u still cached after a TRIM release", (unsigned)b->front.n);
     CHECK(bx_heap_check(h), "bx_heap_check failed after the release");
