@@ -128,7 +128,9 @@ static void drop_spent_top(bx_bin_t *b) { retire_spent(b, bx_chainstack_pop(&b->
 static bool top_spent(const bx_bin_t *b) { return !bx_chainstack_empty(&b->chains) && b->chains.top.count == 0; }
 
 void *bx_bin_alloc_next(bx_bin_t *b) {
-    b->front.cap = b->front_max; /* the batch of frees is over, if one turned it off */
+    /* The batch of frees is over, if one turned it off. Tested first: the stand-in bin is
+     * shared by every thread without a heap and must never be written. */
+    if (BX_UNLIKELY(b->front.cap != b->front_max)) b->front.cap = b->front_max;
     if (bx_chainstack_empty(&b->chains)) return NULL;
     drop_spent_top(b);
     /* Kept objects next, while they are still in this CPU's cache. */
