@@ -226,15 +226,9 @@ __attribute__((noreturn, cold)) void bx_block_corrupt(const bx_block_t *b);
 /* A free object of ours at obj (a block's or a front cache's) was written after it was freed:
  * aborts naming `op`, obj and its block. */
 __attribute__((noreturn, cold)) void bx_free_object_corrupt(const char *op, const void *obj);
-/* The same, reached from bx_block_pop by a jump: a call, even one that never returns, costs
- * malloc's fast path a stack frame. bx_block_corrupt realigns the stack itself. */
+/* The same, reached from bx_block_pop by a jump (BX_JUMP_TO_REPORT). */
 static inline __attribute__((always_inline, noreturn)) void bx_block_corrupt_jump(const bx_block_t *b) {
-#if defined(__x86_64__)
-    __asm__ volatile("jmp bx_block_corrupt" : : "D"(b));
-    __builtin_unreachable();
-#else
-    bx_block_corrupt(b);
-#endif
+    BX_JUMP_TO_REPORT(bx_block_corrupt, b);
 }
 
 /* Takes one free object; the caller knows one exists (a chain counts it). The check of the

@@ -35,14 +35,9 @@ static inline uint32_t bx_front_capacity(uint32_t size) {
 
 /* A cached object whose link word changed: aborts naming it. */
 __attribute__((noreturn, cold)) void bx_front_corrupt(const void *obj);
-/* Reached by a jump, as bx_block_corrupt_jump (block.h): no stack frame on malloc's path. */
+/* Reached by a jump (BX_JUMP_TO_REPORT): no stack frame on malloc's path. */
 static inline __attribute__((always_inline, noreturn)) void bx_front_corrupt_jump(const void *obj) {
-#if defined(__x86_64__)
-    __asm__ volatile("jmp bx_front_corrupt" : : "D"(obj));
-    __builtin_unreachable();
-#else
-    bx_front_corrupt(obj);
-#endif
+    BX_JUMP_TO_REPORT(bx_front_corrupt, obj);
 }
 
 /* Caches obj, a slot of a block whose free key is `key`; false when the array is full. */
