@@ -86,7 +86,7 @@ void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
 }
 
 void bx_heap_free_front_full(bx_heap_t *h, bx_block_t *blk, void *obj) {
-    if (bx_bin_front_batch(blk->owner_bin)) bx_bin_front_off(blk->owner_bin);
+    bx_bin_front_full(blk->owner_bin);
     bx_heap_free_small_block(h, blk, obj);
 }
 
@@ -98,7 +98,6 @@ void bx_heap_free_new_chain(bx_heap_t *h, bx_bin_t *b, bx_block_t *blk) {
     bx_bin_new_chain(b, blk);
     drain_if_due(h);
 }
-
 
 static inline void send_home(bx_heap_t *self, bx_remote_t *home, void *obj, size_t size, uintptr_t key) {
     bx_object_mark_free(obj, key); /* a second free of it is caught before the owner drains it */

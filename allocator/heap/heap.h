@@ -100,12 +100,13 @@ static inline void bx_heap_free_small_block(bx_heap_t *h, bx_block_t *blk, void 
     bx_heap_free_new_chain(h, b, blk); /* a tail call: no register to save */
 }
 /* free's local path for a small object: into the front cache; past it when the cache is off,
- * and when it is full, which turns it off (bx_bin_front_off). A batch of frees longer than
- * the array then costs one test per free more than the chain stack alone. Spilling the older
- * half instead, so that the array kept the newest, cost such a batch 40% more instructions
- * (batches-t1, 90 -> 128); leaving the array full kept the block of its objects from
- * emptying, and the next batch's mallocs popped that block's free list instead of cutting
- * fresh slots of a block from the cache (batches 12-27% slower). */
+ * and when it is full, where a batch turns it off (bx_bin_front_full). A batch of frees
+ * longer than the array then costs one test per free more than the chain stack alone.
+ * Spilling the older half instead, so that the array kept the newest, cost such a batch 40%
+ * more instructions (batches-t1, 90 -> 128); leaving the array full kept the block of its
+ * objects from emptying, and the next batch's mallocs popped that block's free list instead
+ * of cutting fresh slots of a block from the cache (batches slower, its peak RSS 1.7-1.9x;
+ * docs/benchmarks.md). */
 void bx_heap_free_front_full(bx_heap_t *h, bx_block_t *blk, void *obj);
 static inline void bx_heap_free_small(bx_heap_t *h, bx_block_t *blk, void *obj) {
     bx_bin_t *b = blk->owner_bin;

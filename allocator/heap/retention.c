@@ -13,7 +13,7 @@ static void release_kept(bx_heap_t *h, bool idle_only) {
         bx_bin_t *b = &h->small[i];
         /* At a tick, only those of a size the thread stopped allocating: of no use here. */
         if (!idle_only || b->allocs == h->allocs_at_tick[i]) {
-            if (idle_only) bx_bin_spill_front(b, bx_bin_front_count(b));
+            if (idle_only) bx_bin_empty_front(b);
             bx_bin_release_kept(b);
         }
         h->allocs_at_tick[i] = b->allocs;

@@ -1,4 +1,4 @@
-/* bin.c - the front cache's spills, chain records, block lists and their transitions. */
+/* bin.c - emptying the front cache, chain records, block lists and their transitions. */
 #include "small/bin.h"
 
 __attribute__((force_align_arg_pointer)) void bx_front_corrupt(const void *obj) {
@@ -228,34 +228,29 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
     if (free == 1 || free == blk->capacity / 2u + 1 || blk->used == 0) place(b, blk);
 }
 
-void bx_bin_spill_front(bx_bin_t *b, uint32_t count) {
+void bx_bin_empty_front(bx_bin_t *b) {
     bx_front_t *f = &b->front;
-    if (count > f->n) count = (uint32_t)f->n;
-    for (uint32_t i = 0; i < count; i++) {
+    for (uint32_t i = 0; i < f->n; i++) {
         void *obj = f->slot[i];
         bx_block_t *blk = bx_block_of(obj);
         if (BX_UNLIKELY(!bx_front_object_ok(obj, bx_block_key(blk)))) bx_free_object_corrupt("free()", obj);
         if (!bx_bin_return_top(b, blk, obj)) bx_bin_new_chain(b, blk);
     }
-    f->n -= count;
-    for (uint32_t i = 0; i < f->n; i++) f->slot[i] = f->slot[i + count];
+    f->n = 0;
 }
 
-bool bx_bin_front_batch(bx_bin_t *b) {
+void bx_bin_front_full(bx_bin_t *b) {
     if (b->allocs != b->front_mark) {
         b->front_mark = b->allocs;
         b->front_full_frees = 0;
     }
-    return ++b->front_full_frees >= BX_FRONT_BATCH;
-}
-
-void bx_bin_front_off(bx_bin_t *b) {
-    bx_bin_spill_front(b, bx_bin_front_count(b));
+    if (++b->front_full_frees < BX_FRONT_BATCH) return;
+    bx_bin_empty_front(b);
     b->front.cap = 0;
 }
 
 void bx_bin_flush(bx_bin_t *b) {
-    bx_bin_spill_front(b, bx_bin_front_count(b));
+    bx_bin_empty_front(b);
     while (b->chains.len) drop_oldest(b);
 }
 

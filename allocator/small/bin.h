@@ -2,10 +2,10 @@
  *
  * A local free goes to the front cache (front.h) and malloc takes from it first. Behind it,
  * allocation pops the top chain of the chain stack; an object leaving the front cache (or
- * freed past it) lengthens the top chain or starts a new one. Blocks not referenced by any chain record sit on one of
- * three lists (full, almost full, almost empty); an empty stack refills from almost
- * full, then almost empty, then a new block; an entirely free block goes back to the
- * block cache. */
+ * freed past it) lengthens the top chain or starts a new one. Blocks not referenced by any
+ * chain record sit on one of three lists (full, almost full, almost empty); an empty stack
+ * refills from almost full, then almost empty, then a new block; an entirely free block goes
+ * back to the block cache. */
 #ifndef BX_BIN_H
 #define BX_BIN_H
 
@@ -31,7 +31,7 @@ typedef struct bx_bin {
     uint32_t max_chains; /* upper end of the bound: 64 KB / size, at least 16 */
     uint32_t index;
     uint32_t front_max;        /* the front cache's capacity while it is on (bx_front_capacity) */
-    uint32_t front_full_frees; /* frees that found it full since front_mark (bx_bin_front_batch) */
+    uint32_t front_full_frees; /* frees that found it full since front_mark (bx_bin_front_full) */
     size_t front_mark;         /* allocs when a free last found it full after a malloc */
     bx_block_t *lists[BX_BIN_LISTS]; /* heads of the full / almost full / almost empty lists */
     uint32_t list_len[BX_BIN_LISTS]; /* both indexed by bx_bin_list_slot */
@@ -139,26 +139,23 @@ static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
     b->frees++;
     return bx_bin_return_top(b, blk, obj);
 }
-/* A local free into the front cache; false when it is full or off (bx_bin_front_off). */
+/* A local free into the front cache; false when it is full or off (bx_bin_front_full). */
 static inline bool bx_bin_free_front(bx_bin_t *b, bx_block_t *blk, void *obj) {
     if (BX_UNLIKELY(!bx_front_push(&b->front, obj, bx_block_key(blk)))) return false;
     b->frees++;
     return true;
 }
-/* Moves the `count` oldest objects of the front cache to their blocks, through the chain
- * stack. */
-void bx_bin_spill_front(bx_bin_t *b, uint32_t count);
-/* A free found the front cache full: true once BX_FRONT_BATCH frees in a row, with no malloc
- * of the size in between, have found it so (the program frees a batch). Fewer go past it to
- * their blocks: frees and mallocs in random order fill a bin's array now and then, and
- * emptying it each time cost more than it saved (larson 0.53 of the old time instead of
- * 0.39, powerlaw 0.91 instead of 0.82). */
+/* Moves every object of the front cache to its block, through the chain stack. */
+void bx_bin_empty_front(bx_bin_t *b);
+/* A free found the front cache full (the free itself goes to its block). Once BX_FRONT_BATCH
+ * frees in a row, with no malloc of the size in between, have found it so (the program frees
+ * a batch), the array goes to the blocks, so that they can empty and go back to the cache,
+ * and stays off until the bin's top chain next runs out (bx_bin_alloc_next turns it back
+ * on). Fewer such frees leave it alone: frees and mallocs in random order fill a bin's array
+ * now and then, and emptying it each time cost more than it saved (larson 0.53 of the old
+ * time instead of 0.39, powerlaw 0.91 instead of 0.82). */
 #define BX_FRONT_BATCH 16
-bool bx_bin_front_batch(bx_bin_t *b);
-/* The array goes to the blocks, so that they can empty and go back to the cache, and stays
- * off, each free going to its block, until the bin's top chain next runs out
- * (bx_bin_alloc_next turns it back on). */
-void bx_bin_front_off(bx_bin_t *b);
+void bx_bin_front_full(bx_bin_t *b);
 /* For the owner: aborts naming `op` when an object of the front cache was written after it
  * was freed (its link or key word changed). */
 void bx_bin_check_front(const bx_bin_t *b, const char *op);

@@ -1,12 +1,12 @@
 /* front.h - the front cache: per bin, the objects its thread freed last, which malloc hands
- * out first (docs/design.md, "The front cache").
+ * out first (docs/design.md, "A front cache in front of the chain stack").
  *
  * A free of the thread's own object pushes it here and a malloc pops it, with no decision
  * that depends on the order of frees: the chain stack behind it (chainstack.h) decided, on
  * most operations of a program that frees in random order, between the top chain and a new
  * one, and mispredicted. A free that finds the array full goes to its block through the
  * chain stack, which still decides which blocks drain and how many a thread pins; a batch of
- * such frees empties the array into the blocks and turns it off for a while (bin.h). 
+ * such frees empties the array into the blocks and turns it off for a while (bin.h).
  *
  * The array lives in the bin, outside every object: a write after free cannot reach it.
  * Its objects stay counted as used by their blocks and read as free to every check
