@@ -13,6 +13,7 @@
 #ifndef BX_CLASSIFY_H
 #define BX_CLASSIFY_H
 
+#include "mem/arena.h"
 #include "mem/block.h"
 #include "mem/large.h"
 #include "mem/pagemap.h"

@@ -67,9 +67,9 @@ static inline __attribute__((always_inline)) void free_in_small_block(void *p) {
     free_slow(p);
 }
 
-/* Whatever the flat map did not place in small blocks: the two-level map decides (small
- * blocks too, when the flat map is not available). */
-static BX_NOINLINE void free_not_flat_small(void *p) {
+/* Whatever lies outside the small arena: the two-level map decides (small blocks too, of
+ * superblocks the arena had no room for). */
+static BX_NOINLINE void free_outside_arena(void *p) {
     /* NULL falls through to free_slow: no 64 KB chunk at address 0 is ever ours. */
     uintptr_t entry = bx_pagemap_get(p);
     if (bx_is_small_entry(entry))
@@ -81,10 +81,10 @@ static BX_NOINLINE void free_not_flat_small(void *p) {
 }
 
 BX_API BX_HOT void bobox_free(void *p) {
-    if (BX_LIKELY(bx_in_small_region(p)))
+    if (BX_LIKELY(bx_in_small_arena(p)))
         free_in_small_block(p);
     else
-        free_not_flat_small(p);
+        free_outside_arena(p);
 }
 
 /* Checked mode's C++ delete forms: `form` must match new's; size 0 is unsized. */
@@ -125,7 +125,7 @@ BX_API void bobox_free_aligned_sized(void *p, size_t alignment, size_t size) {
 BX_API size_t bobox_malloc_usable_size(void *p) {
     /* A plain live small object, of any heap: the classifier's rule for another heap's object,
      * without the general lookup (redis asks this a dozen times per request). */
-    if (BX_LIKELY(bx_in_small_region(p))) {
+    if (BX_LIKELY(bx_in_small_arena(p))) {
         bx_block_t *blk = bx_block_of(p);
         if (BX_LIKELY(bx_classify_plain_small(bx_tls_fast, blk, p))) return blk->size;
     }

@@ -8,6 +8,7 @@
 
 #include "heap/retention.h"
 #include "base/secret.h"
+#include "mem/arena.h"
 #include "mem/node.h"
 #include "os/options.h"
 #include "thread/reclaimer.h"
@@ -29,6 +30,7 @@ void bx_init_slow(void) {
         bx_stats_init();
         bx_secrets_init();
         bx_node_init();
+        bx_arena_init();
         bx_retention_init();
         bx_thread_global_init();
         bx_reclaimer_init();

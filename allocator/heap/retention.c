@@ -1,6 +1,7 @@
 /* retention.c - the release points of retention.h. */
 #include "heap/retention.h"
 
+#include "mem/arena.h"
 #include "mem/large.h"
 #include "mem/node.h"
 #include "os/options.h"
@@ -12,11 +13,11 @@ static void release_kept(bx_heap_t *h, bool idle_only) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         bx_bin_t *b = &h->small[i];
         /* At a tick, only those of a size the thread stopped allocating: of no use here. */
-        if (!idle_only || b->allocs == h->allocs_at_tick[i]) {
+        if (!idle_only || bx_bin_allocs(b) == h->allocs_at_tick[i]) {
             if (idle_only) bx_bin_empty_front(b);
             bx_bin_release_kept(b);
         }
-        h->allocs_at_tick[i] = b->allocs;
+        h->allocs_at_tick[i] = bx_bin_allocs(b);
     }
 }
 
@@ -40,6 +41,8 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
 
 size_t bx_retention_release_shared(enum bx_release_level level) {
     bool all = level != BX_RELEASE_TICK;
+    /* A limit on address space set after start-up: the arena's unused slots count against it. */
+    if (level == BX_RELEASE_TRIM || level == BX_RELEASE_OOM) bx_arena_shrink();
     return bx_node_purge(all) + bx_large_purge(all);
 }
 

@@ -10,6 +10,7 @@
 #include "os/options.h"
 #include "os/os.h"
 #include "os/sysfile.h"
+#include "mem/arena.h"
 #include "mem/pagemap.h"
 
 typedef struct bx_node {
@@ -75,7 +76,32 @@ int bx_node_current(void) { return node_count > 1 ? bx_node_of_cpu(bx_os_current
 
 static void bind_to(void *p, size_t size, void *node) { bx_os_bind(p, size, *(const int *)node); }
 
-static void release(bx_superblock_t *sb) { bx_os_unmap(sb, BX_SUPERBLOCK_SIZE); }
+static void release(bx_superblock_t *sb) {
+    if (bx_in_small_arena(sb))
+        bx_arena_release(sb);
+    else
+        bx_os_unmap(sb, BX_SUPERBLOCK_SIZE);
+}
+
+/* Unlinks the newest cached superblock that may take `tag` (the arena's hold small blocks
+ * only; a small one takes a mapped one when the arena has none cached), or NULL. Called with
+ * the node's lock held. */
+static bx_superblock_t *take_cached(bx_node_t *n, unsigned tag) {
+    bx_superblock_t **fallback = NULL;
+    for (bx_superblock_t **link = &n->cache; *link; link = &(*link)->next) {
+        bool in_arena = bx_in_small_arena(*link);
+        if (tag == BX_TAG_SMALL ? in_arena : !in_arena) {
+            fallback = link;
+            break;
+        }
+        if (tag == BX_TAG_SMALL && !fallback) fallback = link;
+    }
+    if (!fallback) return NULL;
+    bx_superblock_t *sb = *fallback;
+    *fallback = sb->next;
+    n->cached--;
+    return sb;
+}
 
 /* Unlinks and returns, in `out`, superblocks beyond the cache's size or age limits at time
  * `now` (ms, read before the lock: an interposed clock may allocate). Called with the node's
@@ -117,19 +143,17 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
     bx_node_t *n = &nodes[node];
     uint64_t now = bx_now_ms();
     bx_lock(&n->lock);
-    bx_superblock_t *sb = n->cache;
-    if (sb) {
-        n->cache = sb->next;
-        n->cached--;
-    }
+    bx_superblock_t *sb = take_cached(n, tag);
     n->in_use++;
     bx_superblock_t *expired = collect_expired(n, false, now);
     bx_unlock(&n->lock);
     release_list(expired);
 
     if (!sb) {
-        /* aligned: block.h; whole regions: pagemap.h */
-        sb = bx_os_map_placed(BX_SUPERBLOCK_SIZE, BX_SUPERBLOCK_ALIGN, 0, node_count > 1 ? bind_to : NULL, &node);
+        bx_os_place_fn *place = node_count > 1 ? bind_to : NULL;
+        if (tag == BX_TAG_SMALL) sb = bx_arena_take(place, &node);
+        /* aligned: block.h */
+        if (!sb) sb = bx_os_map_placed(BX_SUPERBLOCK_SIZE, BX_SUPERBLOCK_ALIGN, 0, place, &node);
         /* The advice stays with the mapping while it waits in the cache. */
         if (sb) bx_os_advise_huge(sb, BX_SUPERBLOCK_SIZE, bx_thp_advice(true));
     }
@@ -193,12 +217,15 @@ size_t bx_node_superblocks_cached(void) {
 
 void bx_node_lock_all(void) {
     for (int i = 0; i < BX_MAX_NODES; i++) bx_lock(&nodes[i].lock);
+    bx_arena_lock();
 }
 void bx_node_unlock_all(void) {
+    bx_arena_unlock();
     for (int i = BX_MAX_NODES - 1; i >= 0; i--) bx_unlock(&nodes[i].lock);
 }
 void bx_node_reset_locks(void) {
     for (int i = 0; i < BX_MAX_NODES; i++) bx_lock_reset(&nodes[i].lock);
+    bx_arena_reset_lock();
 }
 
 #ifdef BX_TESTING

@@ -14,15 +14,9 @@
 #define BX_PM_TOP_BITS 15  /* 47-bit user address space */
 BX_STATIC_ASSERT(BX_BLOCK_SHIFT + BX_PM_LEAF_BITS == 32, "a leaf is indexed by the low 32 bits");
 
-/* free's flat map (below) knows 2 MB regions. */
-#define BX_REGION_SHIFT 21
-#define BX_REGION_SIZE ((size_t)1 << BX_REGION_SHIFT)
-BX_STATIC_ASSERT(BX_SUPERBLOCK_SIZE % BX_REGION_SIZE == 0, "superblocks are whole regions");
-
 #ifdef BX_TESTING
 /* The lookups for code that cannot use C11 atomics (C++ tests). */
 uintptr_t bx_pagemap_lookup(const void *p);
-bool bx_pagemap_small_region(const void *p); /* bx_in_small_region */
 #endif
 
 #ifndef __cplusplus
@@ -37,23 +31,6 @@ static inline uintptr_t bx_pagemap_get(const void *p) {
     if (BX_UNLIKELY(!leaf)) return 0;
     /* The leaf index is bits 16-31: a 32-bit shift, one instruction. */
     return atomic_load_explicit(&leaf[(uint32_t)a >> BX_BLOCK_SHIFT], memory_order_relaxed);
-}
-
-/* free's first question, whether p lies in a small-object block, in one load: a byte per
- * 2 MB region of the 47-bit address space, 1 where the whole region is small blocks
- * (superblocks are aligned to it). Its 64 MB are reserved read-only, so untouched pages read
- * as zeros (the kernel's shared zero page); a page becomes writable when an entry in it is
- * first set. Not reserved under a finite RLIMIT_AS (address space is what such a program
- * runs out of first) or when mmap refuses: the limit then stays 0 and free asks the
- * two-level map. */
-extern uint8_t *bx_small_regions __attribute__((visibility("hidden")));
-extern uintptr_t bx_small_regions_limit __attribute__((visibility("hidden")));
-
-static inline bool bx_in_small_region(const void *p) {
-    uintptr_t region = (uintptr_t)p >> BX_REGION_SHIFT;
-    /* Acquire: the limit that admits readers is stored after the map's pointer and bytes. */
-    return region < __atomic_load_n(&bx_small_regions_limit, __ATOMIC_ACQUIRE) &&
-           __atomic_load_n(&bx_small_regions[region], __ATOMIC_RELAXED);
 }
 
 #else

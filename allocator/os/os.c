@@ -91,12 +91,51 @@ void *bx_os_map_placed(size_t size, size_t alignment, size_t offset, bx_os_place
     return p;
 }
 
-void *bx_os_reserve_zeros(size_t size) {
+bool bx_os_address_space_limited(void) {
     struct rlimit as;
+    return getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur != RLIM_INFINITY;
+}
+
+void *bx_os_reserve_aligned(size_t size, size_t alignment) {
     /* Under a finite limit, address space is what the program runs out of first. */
-    if (getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur != RLIM_INFINITY) return NULL;
-    void *p = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (bx_os_address_space_limited()) return NULL;
+    int saved = errno;
+    size_t padded = size + alignment;
+    /* Read-only: it reads as zeros (the kernel's shared zero page), and nothing is charged or
+     * backed until bx_os_commit. */
+    char *raw = mmap(NULL, padded, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    errno = saved;
+    if (raw == MAP_FAILED) return NULL;
+    char *start = (char *)bx_align_up((uintptr_t)raw, alignment);
+    if (start > raw) munmap(raw, (size_t)(start - raw));
+    munmap(start + size, (size_t)(raw + padded - (start + size)));
+    return start;
+}
+
+bool bx_os_commit(void *p, size_t size, bx_os_place_fn *place, void *arg) {
+    if (place) place(p, size, arg);
+    if (mprotect(p, size, PROT_READ | PROT_WRITE) != 0) {
+        /* The kernel's overcommit policy refused: the range stays as it was. */
+        errno = ENOMEM;
+        return false;
+    }
+    count_mapped(size);
+    return true;
+}
+
+void bx_os_unreserve(void *p, size_t size) {
+    int saved = errno;
+    munmap(p, size);
+    errno = saved;
+}
+
+void bx_os_decommit(void *p, size_t size) {
+    int saved = errno;
+    /* A fresh mapping in place drops the pages, their charge and their NUMA policy. */
+    if (mmap(p, size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+        madvise(p, size, MADV_DONTNEED); /* zeros all the same, charge kept */
+    errno = saved;
+    count_unmapped(size);
 }
 
 void *bx_os_reserve_none(size_t size) {

@@ -15,9 +15,19 @@ void *bx_os_map_aligned(size_t size, size_t alignment, size_t offset);
 typedef void bx_os_place_fn(void *p, size_t size, void *arg);
 void *bx_os_map_placed(size_t size, size_t alignment, size_t offset, bx_os_place_fn *place, void *arg);
 void bx_os_unmap(void *p, size_t size);
-/* Address space that reads as zeros and is not counted as mapped (pages are only backed
- * once made writable); NULL if it cannot be had, or under a finite RLIMIT_AS. */
-void *bx_os_reserve_zeros(size_t size);
+/* Address space aligned to `alignment` that reads as zeros, with nothing behind it (pages are
+ * only charged and backed once committed), not counted as mapped; NULL if it cannot be had,
+ * or under a finite RLIMIT_AS. */
+void *bx_os_reserve_aligned(size_t size, size_t alignment);
+/* Whether the process runs under a finite RLIMIT_AS (or cannot tell). */
+bool bx_os_address_space_limited(void);
+/* Gives back address space of such a reservation, none of it committed. */
+void bx_os_unreserve(void *p, size_t size);
+/* Makes [p, p+size) of such a reservation read-write, `place` (a NUMA policy, or NULL) applied
+ * first, and counts it as mapped; false with ENOMEM if the kernel refused. */
+bool bx_os_commit(void *p, size_t size, bx_os_place_fn *place, void *arg);
+/* Gives a committed range's memory back: it reads as zeros from then on, read-only. */
+void bx_os_decommit(void *p, size_t size);
 /* Address space with no access and no memory behind it (checked mode's zero-size objects:
  * any read or write faults), not counted as mapped; NULL if it cannot be had. */
 void *bx_os_reserve_none(size_t size);

@@ -31,7 +31,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     b->per_block = bx_block_capacity(size);
     b->max_chains = max_chains_for(size);
     b->index = index;
-    b->allocs = b->frees = 0;
+    b->taken = b->front_frees = b->block_frees = b->spilled = 0;
     b->keep = NULL;
     b->keeper = NULL;
     b->home = NULL;
@@ -93,7 +93,7 @@ static void unref(bx_bin_t *b, bx_block_t *blk) {
 
 /* Sends n kept objects home: they were never this bin's frees. */
 static void send_kept_home(bx_bin_t *b, uint32_t n) {
-    b->frees -= n;
+    b->block_frees -= n;
     bx_keep_send_home(b->keeper, b->keep, n);
 }
 
@@ -151,7 +151,7 @@ static bool over_bound(const bx_bin_t *b) {
     if (len <= BX_MIN_CHAINS) return false;
     if (len > b->max_chains) return true;
     /* Frees of other heaps' objects kept here can outnumber this bin's allocations. */
-    size_t allocated = b->allocs > b->frees ? bx_bin_allocated(b) : 0;
+    size_t allocated = bx_bin_allocated(b);
     return (size_t)len * b->per_block > 2 * allocated;
 }
 
@@ -220,7 +220,7 @@ void *bx_bin_refill_alloc(bx_bin_t *b, struct bx_heap *heap) {
 
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_push(blk, obj);
-    b->frees++;
+    b->block_frees++;
     if (blk->chain_refs) return; /* settled when its last chain goes */
     /* Move the block only when its list changes: it was full, it just passed half free,
      * or it is entirely free (a drain frees many objects into one block). */
@@ -236,12 +236,14 @@ void bx_bin_empty_front(bx_bin_t *b) {
         if (BX_UNLIKELY(!bx_front_object_ok(obj, bx_block_key(blk)))) bx_free_object_corrupt("free()", obj);
         if (!bx_bin_return_top(b, blk, obj)) bx_bin_new_chain(b, blk);
     }
+    b->spilled += f->n;
     f->n = 0;
 }
 
 void bx_bin_front_full(bx_bin_t *b) {
-    if (b->allocs != b->front_mark) {
-        b->front_mark = b->allocs;
+    size_t allocs = bx_bin_allocs(b);
+    if (allocs != b->front_mark) {
+        b->front_mark = allocs;
         b->front_full_frees = 0;
     }
     if (++b->front_full_frees < BX_FRONT_BATCH) return;

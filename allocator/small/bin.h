@@ -22,9 +22,13 @@ static inline unsigned bx_bin_list_slot(unsigned list) { return list - BX_LIST_F
 
 typedef struct bx_bin {
     bx_front_t front; /* first: its count shares a line with the newest slots */
-    size_t allocs, frees; /* objects handed out and freed so far, through the front cache
-                           * too (counted, not derived: the difference is what the bound
-                           * needs, the first is a statistic); on the top chain's line */
+    /* Counted where each path already writes its line; malloc and free of the whole program
+     * derived from them (bx_bin_allocs, bx_bin_frees): a pop from the front cache counts
+     * nothing. */
+    size_t taken;       /* objects popped from the blocks (the top chain) */
+    size_t front_frees; /* frees into the front cache */
+    size_t block_frees; /* frees past it, straight into the blocks (and kept and drained ones) */
+    size_t spilled;     /* objects moved from the front cache into the blocks */
     bx_chainstack_t chains;
     uint32_t size;       /* object size */
     uint32_t per_block;  /* objects per block */
@@ -56,7 +60,7 @@ static inline bool bx_bin_keep_foreign(bx_bin_t *b, bx_block_t *blk, void *obj) 
     bool on_top = b->chains.top.block == keep;
     if (BX_UNLIKELY(!on_top && !bx_keep_room(b->keeper))) return false;
     bx_block_push_keyed(keep, obj, bx_block_key(blk));
-    b->frees++;
+    b->block_frees++;
     if (on_top)
         b->chains.top.count++;
     else
@@ -64,8 +68,15 @@ static inline bool bx_bin_keep_foreign(bx_bin_t *b, bx_block_t *blk, void *obj) 
     return true;
 }
 
-/* Objects of the bin handed out and not yet freed. */
-static inline size_t bx_bin_allocated(const bx_bin_t *b) { return b->allocs - b->frees; }
+/* Objects of the bin handed out so far, and freed so far. */
+static inline size_t bx_bin_allocs(const bx_bin_t *b) { return b->taken + b->front_frees - b->spilled - b->front.n; }
+static inline size_t bx_bin_frees(const bx_bin_t *b) { return b->front_frees + b->block_frees; }
+/* Objects of the bin handed out and not yet freed (kept objects of other heaps count as
+ * freed before they are handed out: 0 until then). */
+static inline size_t bx_bin_allocated(const bx_bin_t *b) {
+    size_t allocs = bx_bin_allocs(b), frees = bx_bin_frees(b);
+    return allocs > frees ? allocs - frees : 0;
+}
 
 #define BX_MIN_CHAINS 16
 
@@ -106,24 +117,20 @@ static inline void *bx_bin_alloc_top(bx_bin_t *b) {
     int32_t left = (int32_t)b->chains.top.count - 1; /* counts stay far below 2^31 */
     if (BX_UNLIKELY(left < 0)) return NULL;
     b->chains.top.count = (uint32_t)left;
-    b->allocs++;
+    b->taken++;
     return bx_block_pop(b->chains.top.block);
 }
 /* malloc's fast path: the front cache, then the top chain. */
 static inline void *bx_bin_alloc_fast(bx_bin_t *b) {
     void *p = bx_front_pop(&b->front);
-    if (BX_LIKELY(p != NULL)) {
-        b->allocs++;
-        return p;
-    }
-    return bx_bin_alloc_top(b);
+    return BX_LIKELY(p != NULL) ? p : bx_bin_alloc_top(b);
 }
 static inline void *bx_bin_alloc(bx_bin_t *b) {
     void *p = bx_bin_alloc_fast(b);
     return BX_LIKELY(p != NULL) ? p : bx_bin_alloc_next(b);
 }
 
-/* Pushes obj into its block, uncounted (it was counted when freed into the front cache);
+/* Pushes obj into its block, uncounted (the caller counts);
  * true when that lengthened the top chain (a spent one too), false when the caller must
  * start a new chain (bx_bin_new_chain). */
 static inline bool bx_bin_return_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
@@ -136,13 +143,13 @@ static inline bool bx_bin_return_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
 }
 /* A free past the front cache: counted, then as bx_bin_return_top. */
 static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
-    b->frees++;
+    b->block_frees++;
     return bx_bin_return_top(b, blk, obj);
 }
 /* A local free into the front cache; false when it is full or off (bx_bin_front_full). */
 static inline bool bx_bin_free_front(bx_bin_t *b, bx_block_t *blk, void *obj) {
     if (BX_UNLIKELY(!bx_front_push(&b->front, obj, bx_block_key(blk)))) return false;
-    b->frees++;
+    b->front_frees++;
     return true;
 }
 /* Moves every object of the front cache to its block, through the chain stack. */

@@ -52,9 +52,10 @@ static inline bool bx_front_push(bx_front_t *f, void *obj, uintptr_t key) {
 
 /* The object freed last, or NULL if none; aborts if its link word was written since. */
 static inline void *bx_front_pop(bx_front_t *f) {
-    int64_t n = (int64_t)f->n - 1; /* at most BX_FRONT_SLOTS */
-    if (n < 0) return NULL;
-    f->n = (uint64_t)n;
+    uint64_t n;
+    /* The borrow of the decrement is the empty test: no copy of the count. */
+    if (__builtin_sub_overflow(f->n, 1, &n)) return NULL;
+    f->n = n;
     void *obj = f->slot[n];
     if (BX_UNLIKELY(*(const uintptr_t *)obj != bx_link_secret)) bx_front_corrupt_jump(obj);
     ((uintptr_t *)obj)[1] = 0;

@@ -21,7 +21,7 @@ static void add_heap(bx_heap_t *h, void *arg) {
     s->large_allocs += h->counters.large;
     s->remote_frees += h->counters.remote_frees;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
-        s->small_allocs += h->small[i].allocs;
+        s->small_allocs += bx_bin_allocs(&h->small[i]);
         s->allocated_bytes += bx_bin_allocated(&h->small[i]) * h->small[i].size;
     }
     s->allocated_bytes += h->counters.medium_live_bytes;
@@ -70,7 +70,7 @@ typedef struct {
 static void add_ranges(bx_heap_t *h, void *arg) {
     ranges_t *r = arg;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
-        r->small_allocs[i] += h->small[i].allocs;
+        r->small_allocs[i] += bx_bin_allocs(&h->small[i]);
         r->small_live[i] += bx_bin_allocated(&h->small[i]);
         r->small_live_bytes += bx_bin_allocated(&h->small[i]) * h->small[i].size;
     }

@@ -150,8 +150,13 @@ int oom_child() {
         if (pthread_create(&t[i], nullptr, oom_thread, &args[i]) != 0) return 10;
     }
     usleep(20000); // the threads are up: their stacks count in the size below
+    // A finite limit first, then malloc_trim: the allocator gives back the address space it
+    // reserved and does not use, and the size read below is what the process really uses.
+    struct rlimit lim = {RLIM_INFINITY - 1, RLIM_INFINITY - 1};
+    setrlimit(RLIMIT_AS, &lim);
+    a_malloc_trim(0);
     size_t limit = vm_size() + 640 * MB;
-    struct rlimit lim = {limit, limit};
+    lim = {limit, limit};
     if (setrlimit(RLIMIT_AS, &lim) != 0) return 11;
     for (int phase = 0; phase < 4; phase++) pthread_barrier_wait(&s.barrier);
     for (int i = 0; i < kThreads; i++) pthread_join(t[i], nullptr);

@@ -17,7 +17,7 @@ void bin_free(bx_bin_t *b, bx_block_t *blk, void *p) {
 // The thesis's bound on chains (DESIGN §3), stated independently of bin.c's test of it:
 // 2 x allocated / objects per block, within [16, 64 KB / size].
 uint32_t bin_bound(const bx_bin_t *b) {
-    size_t bound = b->allocs > b->frees ? 2 * bx_bin_allocated(b) / b->per_block : 0;
+    size_t bound = 2 * bx_bin_allocated(b) / b->per_block;
     return uint32_t(std::clamp<size_t>(bound, BX_MIN_CHAINS, b->max_chains));
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 #include "internals.h"
 extern "C" {
+#include "mem/arena.h"
 #include "mem/pagemap.h"
 }
 
@@ -56,27 +57,47 @@ TEST_CASE("block allocator: takes from the fullest superblock; heap order and po
     }
 }
 
-TEST_CASE("flat map: the regions of small superblocks, and nothing else, read as small", "[pagemap]") {
-    // This process runs without an address-space limit, so free's flat map is there.
+static bool reads_no_owner(const void *p) {
+    const bx_block_t *blk = bx_block_of(p);
+    return blk->heap == nullptr || blk->heap == BX_BLOCK_NO_OWNER;
+}
+
+TEST_CASE("small arena: small superblocks lie in it, nothing else does; inside, what is no block has no owner",
+          "[arena]") {
+    bx_arena_init(); // this process runs without an address-space limit: the arena is there
     bx_superblock_t *small = bx_node_take(0, BX_TAG_SMALL), *medium = bx_node_take(0, BX_TAG_MEDIUM);
     REQUIRE(small != nullptr);
     REQUIRE(medium != nullptr);
-    REQUIRE((uintptr_t)small % BX_REGION_SIZE == 0); // whole regions
     const char *s = reinterpret_cast<const char *>(small), *m = reinterpret_cast<const char *>(medium);
     for (size_t off = 0; off < BX_SUPERBLOCK_SIZE; off += BX_BLOCK_SIZE / 2) {
-        REQUIRE(bx_pagemap_small_region(s + off));
-        REQUIRE(!bx_pagemap_small_region(m + off));
+        REQUIRE(bx_arena_contains(s + off));
+        REQUIRE(!bx_arena_contains(m + off));
+        REQUIRE(reads_no_owner(s + off)); // taken, not yet formatted
     }
-    REQUIRE(!bx_pagemap_small_region(s - 1));
-    REQUIRE(!bx_pagemap_small_region(s + BX_SUPERBLOCK_SIZE));
-    REQUIRE(!bx_pagemap_small_region(nullptr));
-    REQUIRE(!bx_pagemap_small_region(reinterpret_cast<void *>(~uintptr_t{0} - 4095))); // past 47 bits
+    REQUIRE(!bx_arena_contains(nullptr));
+    REQUIRE(!bx_arena_contains(reinterpret_cast<void *>(~uintptr_t{0} - 4095))); // past 47 bits
     int local = 0;
-    REQUIRE(!bx_pagemap_small_region(&local));
-    // Given back, its regions are no longer small: a stale pointer leaves free's fast path.
+    REQUIRE(!bx_arena_contains(&local));
+    // The rest of its 16 MB slot, and the slots never handed out, read as no block.
+    for (size_t off = BX_SUPERBLOCK_SIZE; off < BX_SUPERBLOCK_ALIGN; off += BX_BLOCK_SIZE) {
+        REQUIRE(bx_arena_contains(s + off));
+        REQUIRE(reads_no_owner(s + off));
+    }
+    REQUIRE(reads_no_owner(s + 64 * BX_SUPERBLOCK_ALIGN));
+
     bx_node_give(small);
     bx_node_give(medium);
-    for (size_t off = 0; off < BX_SUPERBLOCK_SIZE; off += BX_BLOCK_SIZE / 2) REQUIRE(!bx_pagemap_small_region(s + off));
+
+    // Given back to the OS, a slot reads as zeros, and the arena hands it out again.
+    bx_node_purge(true);
+    char *sb = reinterpret_cast<char *>(bx_node_take(0, BX_TAG_SMALL));
+    REQUIRE(sb != nullptr);
+    REQUIRE(bx_arena_contains(sb));
+    REQUIRE(sb[BX_BLOCK_SIZE] == 0);
+    REQUIRE(sb[BX_SUPERBLOCK_SIZE - 1] == 0);
+    bx_node_give(reinterpret_cast<bx_superblock_t *>(sb));
+    bx_node_purge(true);
+    REQUIRE(reads_no_owner(sb + BX_BLOCK_SIZE));
 }
 
 TEST_CASE("cached block allocator: never holds blocks of more superblocks than its bound", "[blockcache]") {
