@@ -13,15 +13,20 @@ void *bx_alloc_unchecked(size_t size) {
         errno = ENOMEM;
         return NULL;
     }
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int attempt = 0; attempt < 3; attempt++) {
         bx_heap_t *h = bx_thread_heap();
         /* Another thread asked this one to give back what it caches (malloc_trim). */
         if (h && BX_UNLIKELY(atomic_load_explicit(&h->release_requested, memory_order_relaxed)))
             bx_retention_tick_due(h, bx_now_ns());
         void *p = h ? bx_heap_alloc(h, size) : bx_thread_alloc_orphan(size);
         if (BX_LIKELY(p != NULL)) return p;
-        /* Out of memory: give every cache back to the OS, then try once more. */
-        bx_thread_release_all(BX_RELEASE_OOM);
+        /* Out of memory: give every cache back to the OS, then try once more. Other threads
+         * give theirs back at their next malloc: the last try waits for them, briefly. */
+        if (attempt == 0) {
+            bx_thread_release_all(BX_RELEASE_OOM);
+        } else if (!bx_thread_await_releases(10 * 1000 * 1000)) {
+            break;
+        }
         bx_retention_release_shared(BX_RELEASE_OOM);
     }
     errno = ENOMEM;

@@ -231,10 +231,16 @@ static inline __attribute__((always_inline, noreturn)) void bx_block_corrupt_jum
     BX_JUMP_TO_REPORT(bx_block_corrupt, b);
 }
 
+/* What takes a block's next fresh slot instead of bx_block_pop's bump, and returns it
+ * (handed out: its key word cleared, counted in `used`). */
+typedef void *bx_block_fresh_fn(void *arg);
+
 /* Takes one free object; the caller knows one exists (a chain counts it). The check of the
  * link costs one test: a wild link never becomes the head, and a head past the last slot (the
- * end, or a keep block) takes the slow branch. */
-static inline void *bx_block_pop(bx_block_t *b) {
+ * end, or a keep block) takes the slow branch. With `fresh`, a fresh slot is fresh(arg)'s to
+ * take (a tail call; a constant at each call site, so the branch not taken is compiled out). */
+static inline __attribute__((always_inline)) void *bx_block_pop_or(bx_block_t *b, bx_block_fresh_fn *fresh,
+                                                                   void *arg) {
     uint32_t off = b->free;
     char *obj;
     if (BX_LIKELY(off < BX_FREE_END)) {
@@ -246,6 +252,11 @@ static inline void *bx_block_pop(bx_block_t *b) {
          * (perf: 3/4 of malloc's time in `pipeline` was that load missing). */
         __builtin_prefetch(b->mem + next);
     } else if (off == BX_FREE_END) {
+        if (fresh) {
+            obj = (char *)fresh(arg);
+            if (!obj) __builtin_unreachable(); /* never NULL: the caller's test is compiled out */
+            return obj;
+        }
         obj = bx_block_bump(b);
         b->carved += b->size;
         __atomic_store_n(&b->slot_limit, b->slot_limit + bx_block_slot_step(b), __ATOMIC_RELAXED);
@@ -260,6 +271,7 @@ static inline void *bx_block_pop(bx_block_t *b) {
     b->used++;
     return obj;
 }
+static inline void *bx_block_pop(bx_block_t *b) { return bx_block_pop_or(b, NULL, NULL); }
 
 /* For b's owner, after freeing obj, now the head of b's list: moves it one place down, so
  * that the next allocation from b takes another slot (realloc: a stale pointer to the old

@@ -240,6 +240,32 @@ void bx_bin_empty_front(bx_bin_t *b) {
     f->n = 0;
 }
 
+void *bx_bin_carve(void *bin) {
+    bx_bin_t *b = bin;
+    bx_block_t *blk = b->chains.top.block;
+    uint32_t extra = b->front.n == 0 ? b->chains.top.count : 0; /* the chain counts fresh slots only */
+    /* Half the array: the frees that follow have room in it too. */
+    if (extra > b->front_max / 2) extra = b->front_max / 2;
+    uint32_t size = blk->size, taken = extra + 1;
+    char *first = bx_block_bump(blk);
+    blk->carved += taken * size;
+    __atomic_store_n(&blk->slot_limit, blk->slot_limit + taken * bx_block_slot_step(blk), __ATOMIC_RELAXED);
+    blk->used = (uint16_t)(blk->used + taken);
+    b->chains.top.count -= extra;
+    b->taken += extra;
+    uintptr_t key = bx_block_key(blk);
+    bx_front_t *f = &b->front;
+    for (uint32_t i = 0; i < extra; i++) {
+        char *obj = first + (size_t)(extra - i) * size; /* popped from the end: ascending */
+        bx_object_mark_free(obj, key);
+        f->slot[i] = obj;
+    }
+    f->n = extra;
+    if (extra) f->cap = b->front_max;
+    ((uintptr_t *)first)[1] = 0;
+    return first;
+}
+
 void bx_bin_front_full(bx_bin_t *b) {
     size_t allocs = bx_bin_allocs(b);
     if (allocs != b->front_mark) {

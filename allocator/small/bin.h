@@ -110,6 +110,14 @@ void bx_bin_flush(bx_bin_t *b);
  * any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);
 
+/* The top chain's block has only fresh slots left: hands out the first and puts the next ones
+ * (up to half the front cache's capacity, so that the frees that follow have room too, and
+ * as many as the chain counts) in the front cache, in address order, with one update of the block's counts for all (a malloc it serves costs the
+ * front cache's pop, not the block's bump and two counts). The front cache is empty (malloc
+ * pops it first) and is turned on: a program that allocates is past its batch of frees.
+ * `bin`: the bin, whose top chain has already counted the object handed out. */
+__attribute__((returns_nonnull)) void *bx_bin_carve(void *bin);
+
 /* Fast paths: a pop and a push, O(1), no lock. NULL means "take the slow path" (for
  * malloc's, bx_bin_alloc_next first). The count is tested before the pop, so a spent top
  * (and the empty stack's stand-in, whose count is 0) never reaches its block. */
@@ -118,7 +126,7 @@ static inline void *bx_bin_alloc_top(bx_bin_t *b) {
     if (BX_UNLIKELY(left < 0)) return NULL;
     b->chains.top.count = (uint32_t)left;
     b->taken++;
-    return bx_block_pop(b->chains.top.block);
+    return bx_block_pop_or(b->chains.top.block, bx_bin_carve, b);
 }
 /* malloc's fast path: the front cache, then the top chain. */
 static inline void *bx_bin_alloc_fast(bx_bin_t *b) {

@@ -3,6 +3,7 @@
 #include "thread/thread.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 
 #include "mem/large.h"
@@ -196,6 +197,33 @@ void bx_thread_release_all(enum bx_release_level level) {
         bx_retention_release_heap(o, level);
         bx_unlock(&orphan_lock);
     }
+}
+
+static bool release_pending(void) {
+    bool pending = false;
+    bx_lock(&registry_lock);
+    for (bx_heap_t *h = all_heaps; h && !pending; h = h->next_all)
+        pending = h != bx_tls_heap && h->state == BX_HEAP_LIVE &&
+                  atomic_load_explicit(&h->release_requested, memory_order_acquire);
+    bx_unlock(&registry_lock);
+    return pending;
+}
+
+bool bx_thread_await_releases(uint64_t max_ns) {
+    /* A thread that sleeps never answers: after a wait that timed out, none for a while, so
+     * that a program failing malloc after malloc beside it does not wait each time. */
+    static _Atomic uint64_t timed_out_at;
+    uint64_t now = bx_now_ns(), last = atomic_load_explicit(&timed_out_at, memory_order_relaxed);
+    if ((last && now - last < 10 * max_ns) || !release_pending()) return false;
+    uint64_t end = now + max_ns;
+    while (release_pending()) {
+        if (bx_now_ns() >= end) {
+            atomic_store_explicit(&timed_out_at, end, memory_order_relaxed);
+            break;
+        }
+        sched_yield();
+    }
+    return true;
 }
 
 void bx_thread_for_each_heap(void (*fn)(bx_heap_t *, void *), void *arg) {

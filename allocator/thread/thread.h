@@ -49,6 +49,10 @@ void *bx_thread_alloc_orphan(size_t size);
 /* malloc_trim and out of memory: the caller's heap and every ownerless one give back what
  * is free; every other live heap is asked to at its owner's next malloc. */
 void bx_thread_release_all(enum bx_release_level level);
+/* Waits, up to `max_ns`, until every live heap of another thread has done what the last
+ * bx_thread_release_all asked; true if one still had a request pending at the start (a
+ * retry may then find memory). */
+bool bx_thread_await_releases(uint64_t max_ns);
 
 /* Walks every heap (stats); the callback must not allocate. */
 void bx_thread_for_each_heap(void (*fn)(bx_heap_t *, void *), void *arg);

@@ -118,8 +118,8 @@ const char *probe_tick(void) {
     return NULL;
 }
 
-/* The front cache of one bin of a fresh heap: LIFO hand-back, the spill of the older half
- * into the blocks, counts, the tick of an idle bin, a corrupted entry, the release. */
+/* The front cache of one bin of a fresh heap: fresh slots carved into it, LIFO hand-back, a
+ * batch turning it off, counts, the tick of an idle bin, a corrupted entry, the release. */
 const char *probe_front(size_t size) {
     start();
     bx_heap_t *h = bx_heap_create(0, BX_HEAP_LIVE);
@@ -128,7 +128,17 @@ const char *probe_front(size_t size) {
     uint32_t cap = (uint32_t)b->front.cap, n = cap + BX_FRONT_BATCH;
     CHECK(cap >= 2 && cap <= BX_FRONT_SLOTS, "capacity %u", cap);
     char *objs[3 * BX_FRONT_SLOTS + 2 * 4096];
-    for (uint32_t i = 0; i < n; i++) CHECK((objs[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
+    /* The first malloc of a fresh block carves the next slots, half the array's worth, into
+     * the array, handed out in address order. */
+    CHECK((objs[0] = bx_heap_alloc(h, size)) != NULL, "allocation 0 failed");
+    CHECK(b->front.n == cap / 2, "%u carved into the array, not %u", (unsigned)b->front.n, cap / 2);
+    for (uint32_t i = 1; i < n; i++) {
+        CHECK((objs[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
+        if (i <= cap / 2) CHECK(objs[i] == objs[0] + i * b->size, "carved slot %u at %p, not %p", i, (void *)objs[i],
+                                (void *)(objs[0] + i * b->size));
+    }
+    CHECK(bx_heap_check(h), "bx_heap_check failed with carved slots in the array");
+    bx_bin_empty_front(b); /* what the last carve left goes back to its block */
     /* Fewer than its capacity: the frees stay in the array, and come back newest first. */
     for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
     CHECK(b->front.n == cap, "%u cached after %u frees", (unsigned)b->front.n, cap);
@@ -158,9 +168,10 @@ const char *probe_front(size_t size) {
     while (b->front.cap == 0 && again < 3 * BX_FRONT_SLOTS + 2 * b->per_block)
         CHECK((objs[again++] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", again);
     CHECK(b->front.cap == cap, "the array was not turned back on after %u mallocs", again);
-    for (uint32_t i = 0; i < cap && i < again; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
-    CHECK(b->front.n == (again < cap ? again : cap), "%u cached after freeing %u", (unsigned)b->front.n,
-          again < cap ? again : cap);
+    uint32_t carved = (uint32_t)b->front.n, freed = 0;
+    for (; freed < cap - carved && freed < again; freed++) bx_heap_free_small(h, bx_block_of(objs[freed]), objs[freed]);
+    CHECK(b->front.n == carved + freed, "%u cached after freeing %u with %u carved", (unsigned)b->front.n, freed,
+          carved);
     /* A write after free over a cached object's link is a corruption the check sees. */
     uintptr_t *link = (uintptr_t *)b->front.slot[0];
     *link ^= 1;
@@ -173,9 +184,10 @@ const char *probe_front(size_t size) {
     CHECK(b->front.n == 0, "%u still cached after a tick of an idle bin", (unsigned)b->front.n);
     CHECK(bx_heap_check(h), "bx_heap_check failed after the tick");
     /* The release gives every block back. */
-    for (uint32_t i = 0; i < cap; i++) CHECK((objs[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
-    for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
-    for (uint32_t i = cap; i < again; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
+    char *more[BX_FRONT_SLOTS];
+    for (uint32_t i = 0; i < cap; i++) CHECK((more[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
+    for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(more[i]), more[i]);
+    for (uint32_t i = freed; i < again; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
     bx_retention_release_heap(h, BX_RELEASE_TRIM);
     CHECK(b->front.n == 0, "%u still cached after a TRIM release", (unsigned)b->front.n);
     CHECK(bx_heap_check(h), "bx_heap_check failed after the release");
