@@ -112,8 +112,9 @@ bool bx_bin_check(const bx_bin_t *b);
 
 /* The top chain's block has only fresh slots left: hands out the first and puts the next ones
  * (up to half the front cache's capacity, so that the frees that follow have room too, and
- * as many as the chain counts) in the front cache, in address order, with one update of the block's counts for all (a malloc it serves costs the
- * front cache's pop, not the block's bump and two counts). The front cache is empty (malloc
+ * as many as the chain counts) in the front cache, in address order, with one update of the
+ * block's counts for all (a malloc it serves costs the front cache's pop, not the block's
+ * bump and two counts). The front cache is empty (malloc
  * pops it first) and is turned on: a program that allocates is past its batch of frees.
  * `bin`: the bin, whose top chain has already counted the object handed out. */
 __attribute__((returns_nonnull)) void *bx_bin_carve(void *bin);
