@@ -47,16 +47,16 @@ size_t bx_os_page_size(void) {
     return size;
 }
 
-/* No MAP_NORESERVE: the kernel's overcommit policy decides, as for glibc, so a request it
- * could never back gets NULL and ENOMEM instead of a mapping that kills at first touch. */
-static void *map_aligned(size_t size, size_t alignment, size_t offset, int prot) {
+/* A mapping of `size` bytes placed so that start + offset is a multiple of `alignment`, the
+ * padding around it given back; NULL with errno ENOMEM. Not counted. */
+static void *map_trimmed(size_t size, size_t alignment, size_t offset, int prot, int flags) {
     if (alignment < bx_os_page_size()) alignment = bx_os_page_size();
     size_t padded = size + alignment - bx_os_page_size();
     if (padded < size) {
         errno = ENOMEM;
         return NULL;
     }
-    char *raw = mmap(NULL, padded, prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *raw = mmap(NULL, padded, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
     if (raw == MAP_FAILED) {
         errno = ENOMEM;
         return NULL;
@@ -65,7 +65,14 @@ static void *map_aligned(size_t size, size_t alignment, size_t offset, int prot)
     size_t head = (size_t)(start - raw), tail = padded - head - size;
     if (head) munmap(raw, head);
     if (tail) munmap(start + size, tail);
-    count_mapped(size);
+    return start;
+}
+
+/* No MAP_NORESERVE: the kernel's overcommit policy decides, as for glibc, so a request it
+ * could never back gets NULL and ENOMEM instead of a mapping that kills at first touch. */
+static void *map_aligned(size_t size, size_t alignment, size_t offset, int prot) {
+    char *start = map_trimmed(size, alignment, offset, prot, 0);
+    if (start) count_mapped(size);
     return start;
 }
 
@@ -100,15 +107,10 @@ void *bx_os_reserve_aligned(size_t size, size_t alignment) {
     /* Under a finite limit, address space is what the program runs out of first. */
     if (bx_os_address_space_limited()) return NULL;
     int saved = errno;
-    size_t padded = size + alignment;
     /* Read-only: it reads as zeros (the kernel's shared zero page), and nothing is charged or
      * backed until bx_os_commit. */
-    char *raw = mmap(NULL, padded, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *start = map_trimmed(size, alignment, 0, PROT_READ, MAP_NORESERVE);
     errno = saved;
-    if (raw == MAP_FAILED) return NULL;
-    char *start = (char *)bx_align_up((uintptr_t)raw, alignment);
-    if (start > raw) munmap(raw, (size_t)(start - raw));
-    munmap(start + size, (size_t)(raw + padded - (start + size)));
     return start;
 }
 
