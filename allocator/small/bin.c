@@ -167,9 +167,13 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk) {
         return;
     }
     /* Frees moved on from an entirely free block: give it to the block cache now, where any
-     * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). */
-    if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top))
-        unref(b, bx_chainstack_pop(&b->chains));
+     * bin can reuse it, instead of letting the chain bound pin it (and up to 15 more). Its
+     * older records go too: each would pin it as well, and a batch of frees in the order
+     * of the mallocs, hopping between blocks, left every bin holding 16 empty blocks. */
+    if (!bx_chainstack_empty(&b->chains) && top->used == 0 && !bx_block_is_keep(top)) {
+        top->chain_refs = (uint16_t)(top->chain_refs - bx_chainstack_remove_block(&b->chains, top));
+        if (top->chain_refs == 0) place(b, top); /* it was named only by records */
+    }
     bx_chainstack_push(&b->chains, blk, 1);
     while (over_bound(b)) drop_oldest(b);
 }

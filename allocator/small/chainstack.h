@@ -82,6 +82,9 @@ static inline struct bx_block *bx_chainstack_pop(bx_chainstack_t *cs) {
     return block;
 }
 
+/* Removes every record naming block, keeping the others' order; returns how many went. */
+uint32_t bx_chainstack_remove_block(bx_chainstack_t *cs, struct bx_block *block);
+
 /* Removes the oldest record; returns its block. */
 static inline struct bx_block *bx_chainstack_drop_oldest(bx_chainstack_t *cs) {
     if (cs->len == 1) return bx_chainstack_pop(cs);

@@ -234,6 +234,30 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     bx_blockalloc_destroy(&cache.alloc);
 }
 
+TEST_CASE("bin: frees hopping between blocks leave at most the top's block pinned once all are free", "[bin]") {
+    // A batch freed in malloc order whose objects alternate between blocks (as a bin's
+    // blocks hand them out after earlier batches): every block is named by several
+    // records, and each must go back to the cache once entirely free, not only the top's.
+    BinFixture f(15);
+    uint32_t per = f.bin.per_block, blocks = 6;
+    std::vector<char *> objs;
+    for (uint32_t i = 0; i < blocks * per; i++) objs.push_back(static_cast<char *>(f.alloc()));
+    std::vector<char *> order;
+    for (uint32_t pair = 0; pair < blocks; pair += 2)
+        for (uint32_t i = 0; i < per; i++) {
+            order.push_back(objs[pair * per + i]);
+            order.push_back(objs[(pair + 1) * per + i]);
+        }
+    uint32_t cached = f.cache.count;
+    for (char *p : order) f.free_local(p);
+    REQUIRE(bx_bin_check(&f.bin));
+    // All records left name one block: the last one freed into.
+    bx_block_t *last = bx_block_of(order.back());
+    for (uint32_t i = 0; i < f.bin.chains.len; i++) REQUIRE(bx_chainstack_record(&f.bin.chains, i)->block == last);
+    REQUIRE(last->chain_refs == f.bin.chains.len);
+    REQUIRE(f.cache.count == cached + blocks - 1);
+}
+
 TEST_CASE("bin: an entirely free top block can be taken back for another bin", "[bin]") {
     BinFixture f(4);
     std::vector<char *> objs;

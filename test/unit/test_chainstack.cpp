@@ -1,10 +1,11 @@
 // The chain stack against a reference deque under random operations.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <deque>
 #include <vector>
 #include "internals.h"
 
-TEST_CASE("chain stack: push, pop, drop oldest match a deque", "[chainstack]") {
+TEST_CASE("chain stack: push, pop, drop oldest, remove a block match a deque", "[chainstack]") {
     const uint32_t max_chains = 37;
     uint32_t ring_size = bx_chainstack_ring_size(max_chains);
     REQUIRE(ring_size >= max_chains + 1);
@@ -15,9 +16,10 @@ TEST_CASE("chain stack: push, pop, drop oldest match a deque", "[chainstack]") {
     std::deque<std::pair<bx_block *, uint32_t>> model;
     std::mt19937 rng(42);
     for (int step = 0; step < 200000; step++) {
-        int op = rng() % 4;
+        int op = rng() % 5;
+        // Few distinct blocks: several records name the same one, as in a bin.
+        auto *blk = reinterpret_cast<bx_block *>(uintptr_t(rng() % 12 + 1) << 16);
         if (op <= 1 && model.size() <= max_chains) {
-            auto *blk = reinterpret_cast<bx_block *>(uintptr_t(rng() % 1000 + 1) << 16);
             uint32_t count = rng() % 100 + 1;
             bx_chainstack_push(&cs, blk, count);
             model.emplace_back(blk, count);
@@ -27,6 +29,11 @@ TEST_CASE("chain stack: push, pop, drop oldest match a deque", "[chainstack]") {
         } else if (op == 3 && !model.empty()) {
             REQUIRE(bx_chainstack_drop_oldest(&cs) == model.front().first);
             model.pop_front();
+        } else if (op == 4) {
+            auto named = [&](const std::pair<bx_block *, uint32_t> &rec) { return rec.first == blk; };
+            uint32_t expected = uint32_t(std::count_if(model.begin(), model.end(), named));
+            REQUIRE(bx_chainstack_remove_block(&cs, blk) == expected);
+            model.erase(std::remove_if(model.begin(), model.end(), named), model.end());
         }
         REQUIRE(cs.len == model.size());
         if (model.empty()) {
