@@ -115,8 +115,25 @@ static BX_NOINLINE void send_home_small(bx_heap_t *self, bx_block_t *blk, void *
     send_home(self, blk->home, obj, blk->size, bx_block_key(blk));
 }
 
+/* Bounds what all keeps hold together (bounds.h): a scan of the bins, once per
+ * BX_KEEP_BALANCE_FREES foreign frees. */
+static BX_NOINLINE void balance_keeps(bx_heap_t *h) {
+    size_t held = 0;
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) held += bx_keep_held_bytes(&h->keep[i]);
+    bool close = held > BX_KEEP_HELD_BYTES;
+    /* Closed again while over (keeps that grew since take no more either); opened once. */
+    if (!close && (!h->keeps_closed || held >= BX_KEEP_HELD_BYTES / 2)) return;
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
+        if (close)
+            bx_keep_close(&h->keep[i]);
+        else
+            bx_keep_open(&h->keep[i]);
+    }
+    h->keeps_closed = close;
+}
+
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
-    self->counters.remote_frees++;
+    if (BX_UNLIKELY(++self->counters.remote_frees % BX_KEEP_BALANCE_FREES == 0)) balance_keeps(self);
     bx_bin_t *b = &self->small[blk->bin];
     /* used is the keep block's room left; none for a size this thread never allocated, and
      * never objects of another node. */
@@ -227,7 +244,10 @@ static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
 void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
     bx_heap_tick(h);
     bx_bin_t *b = &h->small[bin];
-    if (BX_UNLIKELY(!bx_keep_enabled(b->keep))) bx_keep_enable(b->keep);
+    if (BX_UNLIKELY(!bx_keep_enabled(b->keep))) {
+        bx_keep_enable(b->keep);
+        if (h->keeps_closed) bx_keep_close(b->keep); /* opened with the others */
+    }
     if (bx_heap_remote_pending(h)) {
         bx_heap_drain(h);
         void *p = bx_bin_alloc(b);

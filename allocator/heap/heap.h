@@ -48,6 +48,7 @@ typedef struct bx_heap {
     uint64_t next_tick_ns;                /* when the owner next ticks (0: at its next slow path) */
     _Atomic bool release_requested;       /* by malloc_trim in another thread (retention.c) */
     bool follow_cpu;                      /* after fork: take the node of the CPU at the next tick */
+    bool keeps_closed;                    /* the keeps held too much: none takes more (bounds.h) */
     bx_outbox_t outbox;
     /* Written by other threads: kept off the owner's cache lines. */
     bx_remote_t remote;

@@ -25,6 +25,21 @@ void bx_keep_enable(bx_block_t *k) {
     if (k->kept) k->capacity = k->used = (uint16_t)bx_keep_capacity(k->size);
 }
 
+/* capacity - used stays the number held (`carved`): chains that count them are unchanged. */
+static void set_capacity(bx_block_t *k, uint32_t capacity) {
+    k->capacity = (uint16_t)capacity;
+    k->used = (uint16_t)(capacity - k->carved);
+}
+
+void bx_keep_close(bx_block_t *k) {
+    /* Never 0: that reads as a size the thread has not allocated yet (bx_keep_enabled). */
+    if (bx_keep_enabled(k)) set_capacity(k, k->carved ? k->carved : 1);
+}
+
+void bx_keep_open(bx_block_t *k) {
+    if (bx_keep_enabled(k)) set_capacity(k, bx_keep_capacity(k->size));
+}
+
 void bx_keep_restart(bx_block_t *k) {
     if (!bx_block_free_count(k)) k->capacity = k->used = 0;
 }

@@ -39,6 +39,17 @@ void bx_keep_restart(bx_block_t *k);
 static inline bool bx_keep_has_uncounted(const bx_block_t *k) { return bx_block_free_count(k) && !k->chain_refs; }
 /* Whether the keeper takes one more object that no chain counts. */
 static inline bool bx_keep_room(const bx_keeper_t *kp) { return kp->uncounted_bytes < kp->limit; }
+/* The bound on the objects a heap's keep blocks hold, counted or not: a size's keep rises
+ * and falls between empty and full where a thread frees other threads' objects of it as
+ * fast as it allocates it, so it holds about half its capacity, and a program that spreads
+ * such frees over many sizes would keep that much of each (docs/memory-policy.md). */
+/* Lets k take no more objects than it holds (one if it holds none): its objects stay. */
+void bx_keep_close(bx_block_t *k);
+/* Gives k its whole capacity back. */
+void bx_keep_open(bx_block_t *k);
+/* Bytes of the objects k holds. */
+static inline size_t bx_keep_held_bytes(const bx_block_t *k) { return (size_t)k->carved * k->size; }
+
 /* Kept objects no chain counts leave the keeper's total: the caller counts them in a chain
  * or sends them home. Returns how many. */
 uint32_t bx_keep_uncount(bx_keeper_t *kp, bx_block_t *k);

@@ -104,6 +104,66 @@ const char *probe_remote_free(void) {
     return NULL;
 }
 
+static size_t keeps_held(const bx_heap_t *h) {
+    size_t held = 0;
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) held += bx_keep_held_bytes(&h->keep[i]);
+    return held;
+}
+
+/* A heap that frees another's objects of many sizes, each size's keep on its top chain
+ * (where no per-heap bound of uncounted objects applies), holds at most BX_KEEP_HELD_BYTES
+ * of them, plus what one balance interval adds; once its mallocs took most of them back,
+ * every keep takes up to its whole capacity again. */
+const char *probe_keep_bound(void) {
+    enum { MIN = 256, MAX = 4096, PER_SIZE = 1100 };
+    start();
+    bx_heap_t *owner = bx_heap_create(0, BX_HEAP_LIVE), *from = bx_heap_create(0, BX_HEAP_LIVE);
+    CHECK(owner && from, "no heaps");
+    size_t capacity_sum = 0;
+    for (size_t size = MIN; size <= MAX; size = bx_small_size[bx_small_bin(size)] + 16) {
+        size_t class_size = bx_small_size[bx_small_bin(size)];
+        /* The size allocated once (its keep enabled), one object kept, then mallocs until
+         * the keep is taken onto the top chain: the object comes back. */
+        CHECK(bx_heap_alloc(from, class_size), "no object of %zu B", class_size);
+        char *sent = bx_heap_alloc(owner, class_size);
+        CHECK(sent, "no owner object of %zu B", class_size);
+        bx_heap_free_foreign_small(from, bx_block_of(sent), sent);
+        char *p;
+        int n = 0;
+        do {
+            CHECK(n++ < 5000 && (p = bx_heap_alloc(from, class_size)), "the kept %zu B object never came back", class_size);
+        } while (p != sent);
+        capacity_sum += (size_t)bx_keep_capacity((uint32_t)class_size) * class_size;
+        for (int i = 0; i < PER_SIZE; i++) {
+            char *obj = bx_heap_alloc(owner, class_size);
+            CHECK(obj, "no owner object %d of %zu B", i, class_size);
+            memset(obj, 7, class_size);
+            bx_heap_free_foreign_small(from, bx_block_of(obj), obj);
+        }
+    }
+    CHECK(capacity_sum > 2 * BX_KEEP_HELD_BYTES, "the sizes' capacities (%zu B) do not test the bound", capacity_sum);
+    size_t held = keeps_held(from);
+    CHECK(held <= BX_KEEP_HELD_BYTES + BX_KEEP_BALANCE_FREES * (size_t)MAX, "the keeps hold %zu B", held);
+    CHECK(held >= BX_KEEP_HELD_BYTES / 2, "the keeps hold only %zu B", held);
+    CHECK(from->keeps_closed, "the keeps are not closed at %zu B", held);
+    CHECK(bx_heap_check(from) && bx_heap_check(owner), "bx_heap_check failed with the keeps closed");
+    /* The keeper's mallocs take its kept objects back, down to under half the bound. */
+    for (size_t size = MIN; size <= MAX && keeps_held(from) >= BX_KEEP_HELD_BYTES / 4; size += 16)
+        for (int i = 0; i < PER_SIZE && from->keep[bx_small_bin(size)].carved; i++)
+            CHECK(bx_heap_alloc(from, size), "no object of %zu B", size);
+    for (int i = 0; i < BX_KEEP_BALANCE_FREES; i++) {
+        char *obj = bx_heap_alloc(owner, MIN);
+        CHECK(obj, "no owner object of %d B", MIN);
+        bx_heap_free_foreign_small(from, bx_block_of(obj), obj);
+    }
+    CHECK(!from->keeps_closed, "the keeps stay closed at %zu B", keeps_held(from));
+    bx_block_t *keep = &from->keep[bx_small_bin(MAX)];
+    CHECK(keep->capacity == bx_keep_capacity(keep->size), "a keep's capacity is %u after the reopening",
+          (unsigned)keep->capacity);
+    CHECK(bx_heap_check(from) && bx_heap_check(owner), "bx_heap_check failed after the reopening");
+    return NULL;
+}
+
 /* The decay tick is retention's, registered at start-up: a tick due runs it. */
 const char *probe_tick(void) {
     start();
