@@ -30,6 +30,22 @@ static size_t keep_slots(void) {
     return slots;
 }
 
+/* Bin i's ring and keep array: after every earlier bin's, past the heap's struct. */
+static BX_NOINLINE void format_bin(bx_heap_t *h, unsigned i) {
+    bx_chain_t *ring = (bx_chain_t *)((char *)h + bx_align_up(sizeof(bx_heap_t), 64));
+    void **kept = (void **)(ring + rings_records());
+    for (unsigned j = 0; j < i; j++) {
+        ring += bx_bin_ring_size(bx_small_size[j]);
+        kept += bx_keep_capacity(bx_small_size[j]);
+    }
+    bx_bin_t *b = &h->small[i];
+    bx_bin_init(b, i, bx_small_size[i], ring, bx_bin_ring_size(bx_small_size[i]), &h->small_blocks);
+    bx_keep_init(&h->keep[i], bx_small_size[i], i, kept);
+    b->keep = &h->keep[i];
+    b->keeper = &h->keeper;
+    b->home = &h->remote;
+}
+
 void bx_heap_reset_bin_table(bx_heap_t *h) {
     for (unsigned step = 0; step < BX_SMALL_STEPS; step++)
         __atomic_store_n(&h->bin_for[step], &h->small[bx_small_index[step]], __ATOMIC_RELAXED);
@@ -46,19 +62,8 @@ bx_heap_t *bx_heap_create(int node, int state) {
     bx_outbox_init(&h->outbox);
     h->keeper.outbox = &h->outbox;
     bx_heap_set_state(h, state);
-    bx_chain_t *ring = (bx_chain_t *)((char *)h + head);
-    void **kept = (void **)(ring + rings_records());
-    for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
-        uint32_t n = bx_bin_ring_size(bx_small_size[i]);
-        bx_bin_t *b = &h->small[i];
-        bx_bin_init(b, i, bx_small_size[i], ring, n, &h->small_blocks);
-        ring += n;
-        bx_keep_init(&h->keep[i], bx_small_size[i], i, kept);
-        kept += bx_keep_capacity(bx_small_size[i]);
-        b->keep = &h->keep[i];
-        b->keeper = &h->keeper;
-        b->home = &h->remote;
-    }
+    /* Bins are formatted at their first allocation (format_bin): a thread that uses a few
+     * sizes writes a few bins' pages, not all 86 bins' and keeps' (40 KB a heap). */
     bx_heap_reset_bin_table(h);
     bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX,
                        node);
@@ -134,10 +139,11 @@ static BX_NOINLINE void balance_keeps(bx_heap_t *h) {
 
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     if (BX_UNLIKELY(++self->counters.remote_frees % BX_KEEP_BALANCE_FREES == 0)) balance_keeps(self);
-    bx_bin_t *b = &self->small[blk->bin];
-    /* used is the keep block's room left; none for a size this thread never allocated, and
-     * never objects of another node. */
-    if (BX_LIKELY(b->keep->used && blk->heap->node == self->node) && bx_bin_keep_foreign(b, blk, obj)) return;
+    /* used is the keep block's room left; none for a size this thread never allocated (its
+     * bin may be unformatted), and never objects of another node. */
+    if (BX_LIKELY(self->keep[blk->bin].used && blk->heap->node == self->node) &&
+        bx_bin_keep_foreign(&self->small[blk->bin], blk, obj))
+        return;
     send_home_small(self, blk, obj);
 }
 
@@ -244,6 +250,7 @@ static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
 void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
     bx_heap_tick(h);
     bx_bin_t *b = &h->small[bin];
+    if (BX_UNLIKELY(!bx_bin_formatted(b))) format_bin(h, bin);
     if (BX_UNLIKELY(!bx_keep_enabled(b->keep))) {
         bx_keep_enable(b->keep);
         if (h->keeps_closed) bx_keep_close(b->keep); /* opened with the others */
@@ -315,6 +322,7 @@ void *bx_heap_alloc(bx_heap_t *h, size_t size) {
 
 void bx_heap_check_heads(bx_heap_t *h, const char *op) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
+        if (!bx_bin_formatted(&h->small[i])) continue;
         bx_bin_check_front(&h->small[i], op);
         const bx_block_t *top = h->small[i].chains.top.block;
         if (top != &bx_block_none && top->heap == h) bx_block_check_head(top, op);
@@ -328,7 +336,10 @@ bool bx_heap_check(bx_heap_t *h) {
     for (unsigned step = 0; step < BX_SMALL_STEPS; step++) { /* malloc's table: the bin that fits */
         bx_bin_t *b = __atomic_load_n(&h->bin_for[step], __ATOMIC_RELAXED);
         /* A release request redirects it to the stand-in until the owner's next malloc. */
-        if (b != &bx_heap_bin_none && (b != &h->small[bx_small_index[step]] || b->size < step * 16)) return false;
+        unsigned bin = bx_small_index[step];
+        if (b == &bx_heap_bin_none) continue;
+        if (b != &h->small[bin] || bx_small_size[bin] < step * 16) return false;
+        if (bx_bin_formatted(b) && b->size != bx_small_size[bin]) return false;
     }
     if (!bx_blockcache_check(&h->small_blocks)) return false;
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++)

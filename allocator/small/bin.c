@@ -234,6 +234,7 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
 
 void bx_bin_empty_front(bx_bin_t *b) {
     bx_front_t *f = &b->front;
+    if (!f->n) return; /* no write: an unformatted bin's page stays untouched */
     for (uint32_t i = 0; i < f->n; i++) {
         void *obj = f->slot[i];
         bx_block_t *blk = bx_block_of(obj);
@@ -312,6 +313,7 @@ static bool front_check(const bx_bin_t *b) {
 }
 
 bool bx_bin_check(const bx_bin_t *b) {
+    if (!bx_bin_formatted(b)) return b->front.n == 0 && b->chains.len == 0 && !b->keep;
     if (!front_check(b)) return false;
     for (unsigned list = BX_LIST_FULL; list < BX_LIST_COUNT; list++) {
         uint32_t n = 0;

@@ -46,6 +46,10 @@ typedef struct bx_bin {
     struct bx_remote *home;              /* where other threads send the bin's objects (its blocks record it) */
 } __attribute__((aligned(64))) bx_bin_t; /* whole cache lines: no two bins share one */
 
+/* A heap's bin is formatted (bx_bin_init) at its first allocation; until then it reads as
+ * zeros: no object, no chain, no keep block, and every malloc of it takes the slow path. */
+static inline bool bx_bin_formatted(const bx_bin_t *b) { return b->size != 0; }
+
 /* Puts the kept objects that no chain counts on top as one chain. */
 void bx_bin_take_kept(bx_bin_t *b);
 static inline bool bx_bin_has_uncounted_kept(const bx_bin_t *b) { return b->keep && bx_keep_has_uncounted(b->keep); }

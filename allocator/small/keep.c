@@ -41,7 +41,8 @@ void bx_keep_open(bx_block_t *k) {
 }
 
 void bx_keep_restart(bx_block_t *k) {
-    if (!bx_block_free_count(k)) k->capacity = k->used = 0;
+    /* No write to a keep never enabled: its bin may be unformatted, its page untouched. */
+    if (bx_keep_enabled(k) && !bx_block_free_count(k)) k->capacity = k->used = 0;
 }
 
 uint32_t bx_keep_uncount(bx_keeper_t *kp, bx_block_t *k) {

@@ -185,12 +185,14 @@ const char *probe_front(size_t size) {
     bx_heap_t *h = bx_heap_create(0, BX_HEAP_LIVE);
     CHECK(h, "no heap");
     bx_bin_t *b = &h->small[bx_small_bin(size)];
-    uint32_t cap = (uint32_t)b->front.cap, n = cap + BX_FRONT_BATCH;
-    CHECK(cap >= 2 && cap <= BX_FRONT_SLOTS, "capacity %u", cap);
+    CHECK(!bx_bin_formatted(b) && bx_bin_check(b), "a bin is formatted before its first allocation");
     char *objs[3 * BX_FRONT_SLOTS + 2 * 4096];
     /* The first malloc of a fresh block carves the next slots, half the array's worth, into
      * the array, handed out in address order: those that start on the first one's page. */
     CHECK((objs[0] = bx_heap_alloc(h, size)) != NULL, "allocation 0 failed");
+    CHECK(bx_bin_formatted(b), "the first allocation left its bin unformatted");
+    uint32_t cap = (uint32_t)b->front.cap, n = cap + BX_FRONT_BATCH;
+    CHECK(cap >= 2 && cap <= BX_FRONT_SLOTS, "capacity %u", cap);
     uintptr_t page = (uintptr_t)objs[0] & ~(uintptr_t)4095;
     uint32_t on_page = (uint32_t)((page + 4095 - (uintptr_t)objs[0]) / b->size);
     uint32_t first_carve = cap / 2 < on_page ? cap / 2 : on_page;
