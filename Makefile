@@ -43,7 +43,7 @@ $(BUILD)/a/%.o: allocator/%.c Makefile
 -include $(SO_OBJS:.o=.d) $(A_OBJS:.o=.d)
 
 $(LIBBOBOX_SO): $(SO_OBJS)
-	$(CC) -shared -pthread -Wl,-z,now -Wl,-soname,libbobox.so -o $@ $^
+	$(CC) -shared -pthread -static-libgcc -Wl,--exclude-libs,ALL -Wl,-z,now -Wl,-soname,libbobox.so -o $@ $^
 
 # Only bobox_-prefixed entry points: links into a test without replacing its malloc.
 $(LIBBOBOX_A): $(A_OBJS)
