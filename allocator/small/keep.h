@@ -39,11 +39,11 @@ void bx_keep_restart(bx_block_t *k);
 static inline bool bx_keep_has_uncounted(const bx_block_t *k) { return bx_block_free_count(k) && !k->chain_refs; }
 /* Whether the keeper takes one more object that no chain counts. */
 static inline bool bx_keep_room(const bx_keeper_t *kp) { return kp->uncounted_bytes < kp->limit; }
-/* The bound on the objects a heap's keep blocks hold, counted or not: a size's keep rises
- * and falls between empty and full where a thread frees other threads' objects of it as
- * fast as it allocates it, so it holds about half its capacity, and a program that spreads
- * such frees over many sizes would keep that much of each (docs/memory-policy.md). */
-/* Lets k take no more objects than it holds (one if it holds none): its objects stay. */
+/* For the heap's bound on what all its keeps hold (bounds.h): a size's keep rises and falls
+ * between empty and full where a thread frees other threads' objects as fast as it
+ * allocates them, holding about half its capacity, so spread over many sizes it held too
+ * much (docs/memory-policy.md). bx_keep_close lets k take no more objects than it holds
+ * (one if it holds none); its objects stay. */
 void bx_keep_close(bx_block_t *k);
 /* Gives k its whole capacity back. */
 void bx_keep_open(bx_block_t *k);
