@@ -1,5 +1,8 @@
 /* bench-run: runs one benchmark command and measures it from outside.
- * Usage: bench-run [-t timeout_s] [-e VAR=VALUE]... [-i stdin_file] [-o stdout_file] -- cmd [args]
+ * Usage: bench-run [-t timeout_s] [-e VAR=VALUE]... [-i stdin_file] [-o stdout_file] [-s samples_file]
+ *                  -- cmd [args]
+ * -s: every 20 ms, the child's resident memory (/proc/PID/statm) as "seconds kilobytes" lines:
+ * the curve of memory over time that bench-report.py plots.
  * The environment settings (LD_PRELOAD, BOBOX_PIN) apply to the child only, so the runner
  * itself is never measured under the allocator being tested. Prints, after the child ends:
  *   RUN status=ok|exit:N|signal:N|timeout wall_s=.. maxrss_kb=.. minflt=.. majflt=.. utime_s=.. stime_s=..
@@ -43,10 +46,10 @@ static void redirect(const char *path, int fd, int flags)
 int main(int argc, char **argv)
 {
     unsigned timeout = 0;
-    const char *in = NULL, *out = NULL;
+    const char *in = NULL, *out = NULL, *samples = NULL;
     char *envs[64];
     int nenv = 0, opt;
-    while ((opt = getopt(argc, argv, "+t:e:i:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "+t:e:i:o:s:")) != -1) {
         switch (opt) {
         case 't': timeout = (unsigned)atoi(optarg); break;
         case 'e':
@@ -55,8 +58,9 @@ int main(int argc, char **argv)
             break;
         case 'i': in = optarg; break;
         case 'o': out = optarg; break;
+        case 's': samples = optarg; break;
         default:
-            fprintf(stderr, "usage: %s [-t s] [-e VAR=VAL]... [-i in] [-o out] -- cmd...\n", argv[0]);
+            fprintf(stderr, "usage: %s [-t s] [-e VAR=VAL]... [-i in] [-o out] [-s samples] -- cmd...\n", argv[0]);
             return 2;
         }
     }
@@ -94,8 +98,31 @@ int main(int argc, char **argv)
     int status = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
+    FILE *sf = NULL;
+    char statm[64];
+    snprintf(statm, sizeof statm, "/proc/%d/statm", (int)pid);
+    if (samples && !(sf = fopen(samples, "w"))) {
+        perror(samples);
+        kill(-pid, SIGKILL);
+    }
+    long page_kb = sysconf(_SC_PAGESIZE) / 1024;
     for (;;) {
-        pid_t r = wait4(pid, &status, 0, &ru);
+        pid_t r = wait4(pid, &status, sf ? WNOHANG : 0, &ru);
+        if (r == 0) {                        /* still running: a sample, then 20 ms */
+            FILE *f = fopen(statm, "r");
+            long size, resident;
+            if (f && fscanf(f, "%ld %ld", &size, &resident) == 2)
+                fprintf(sf, "%.3f %ld\n", now_s() - t0, resident * page_kb);
+            if (f)
+                fclose(f);
+            struct timespec pause = {0, 20 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            if (timed_out) {
+                kill(-pid, SIGKILL);
+                kill(pid, SIGKILL);
+            }
+            continue;
+        }
         if (r == pid)
             break;
         if (r < 0 && errno == EINTR && timed_out) {
@@ -110,6 +137,8 @@ int main(int argc, char **argv)
     }
     double wall = now_s() - t0;
     alarm(0);
+    if (sf)
+        fclose(sf);
     kill(-pid, SIGKILL);                     /* leftover grandchildren, if any */
 
     char st[32];

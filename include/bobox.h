@@ -43,8 +43,16 @@ int bobox_malloc_info(int options, FILE *stream);
 int bobox_owns(const void *ptr);
 
 /* Validates every structure of the calling thread's heap (bins, chain records, block
- * lists, superblock heaps); 1 if consistent, 0 otherwise. */
+ * lists, superblock heaps), or of the shared heaps for a thread without one of its own;
+ * 1 if consistent, 0 otherwise. */
 int bobox_check_heap(void);
+
+/* A thread allocates from a heap that the threads of its CPU share, under a lock, until it
+ * proves busy (1,024 mallocs and frees within 100 ms); then it gets a heap of its own, with
+ * no lock and no atomic operation on its common paths. This gives the calling thread its own
+ * heap now: for a thread about to be busy whose first calls must not wait. 0 on success, -1
+ * with errno ENOMEM when no memory could be had. */
+int bobox_thread_own_heap(void);
 
 /* Counters, summed over all threads (approximate while threads run). */
 struct bobox_stats {

@@ -25,6 +25,12 @@
  * (its pages already touched) to another bin. */
 #define BX_MEDIUM_BLOCK_CACHE_BYTES (1 * BX_MB)
 
+/* A thread allocates from the heap its CPU shares with other threads, under that heap's
+ * lock, until it proves busy: BX_BUSY_OPS mallocs and frees within BX_BUSY_WINDOW_MS. Then
+ * it gets a heap of its own (thread.h). */
+#define BX_BUSY_OPS 1024
+#define BX_BUSY_WINDOW_MS 100
+
 /* A heap's remote frees are drained once this much waits (DESIGN §4). */
 #define BX_REMOTE_DRAIN_BYTES BX_MB
 

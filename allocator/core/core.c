@@ -6,6 +6,7 @@
 
 #include "heap/retention.h"
 #include "mem/large.h"
+#include "mem/node.h"
 #include "os/options.h"
 
 void *bx_alloc_unchecked(size_t size) {
@@ -18,7 +19,7 @@ void *bx_alloc_unchecked(size_t size) {
         /* Another thread asked this one to give back what it caches (malloc_trim). */
         if (h && BX_UNLIKELY(atomic_load_explicit(&h->release_requested, memory_order_relaxed)))
             bx_retention_tick_due(h, bx_now_ns());
-        void *p = h ? bx_heap_alloc(h, size) : bx_thread_alloc_orphan(size);
+        void *p = h ? bx_heap_alloc(h, size) : bx_thread_alloc_shared(size);
         if (BX_LIKELY(p != NULL)) return p;
         /* Out of memory: give every cache back to the OS, then try once more. Other threads
          * give theirs back at their next malloc: the last try waits for them, briefly. */
@@ -58,7 +59,7 @@ void *bx_alloc_aligned_unchecked(size_t alignment, size_t size) {
     bx_heap_t *h = bx_thread_heap();
     bool fresh;
     for (int attempt = 0; attempt < 2; attempt++) {
-        void *p = h ? bx_heap_alloc_large(h, size, alignment, &fresh) : bx_large_alloc(size, alignment, 0, &fresh);
+        void *p = h ? bx_heap_alloc_large(h, size, alignment, &fresh) : bx_large_alloc(size, alignment, bx_node_current(), &fresh);
         if (p) return p;
         bx_retention_release_shared(BX_RELEASE_OOM);
     }
@@ -72,21 +73,40 @@ void bx_core_set_large_free_hook(void (*fn)(const void *object)) { large_free_ho
 void bx_free_resolved(bx_lookup_t *r) {
     bx_heap_t *h = bx_tls_heap;
     switch (r->tag) {
-    case BX_TAG_SMALL:
-        if (r->block->heap == h)
+    case BX_TAG_SMALL: {
+        bx_heap_t *owner = r->block->heap;
+        if (owner == h) {
             bx_heap_free_small(h, r->block, r->object);
-        else /* a thread that only frees gets a heap too: its outbox batches the frees */
-            bx_heap_send_home(h ? h : bx_thread_acquire(), r->block->home, r->object, r->block->size,
-                              bx_block_key(r->block));
-        break;
-    case BX_TAG_MEDIUM:
-        if (!bx_sb_take_live(r->sb, r->index, r->sb->heap == h)) bx_fatal("free(): double free", r->object);
-        if (r->sb->heap == h)
-            bx_heap_free_medium(h, r->sb, r->index);
+            break;
+        }
+        if (!h) h = bx_thread_count_op(); /* a heap of its own once the thread is busy */
+        if (!h && bx_thread_lock_shared(owner, true)) { /* a thread without a heap: as the owner */
+            bx_heap_free_small(owner, r->block, r->object);
+            bx_thread_unlock_shared(owner);
+            break;
+        }
+        if (bx_classify_plain_small(h, r->block, r->object)) /* kept or sent home, as free's fast path */
+            bx_heap_free_foreign_small(h, r->block, r->object);
         else
-            bx_heap_send_home(h ? h : bx_thread_acquire(), &r->sb->heap->remote, r->object, r->sb->block_size,
-                              r->sb->free_key);
+            bx_heap_send_home(h, r->block->home, r->object, r->block->size, bx_block_key(r->block));
         break;
+    }
+    case BX_TAG_MEDIUM: {
+        bx_heap_t *owner = r->sb->heap;
+        if (!bx_sb_take_live(r->sb, r->index, owner == h)) bx_fatal("free(): double free", r->object);
+        if (owner == h) {
+            bx_heap_free_medium(h, r->sb, r->index);
+            break;
+        }
+        if (!h) h = bx_thread_count_op();
+        if (!h && bx_thread_lock_shared(owner, true)) {
+            bx_heap_free_medium(owner, r->sb, r->index);
+            bx_thread_unlock_shared(owner);
+            break;
+        }
+        bx_heap_send_home(h, &owner->remote, r->object, r->sb->block_size, r->sb->free_key);
+        break;
+    }
     case BX_TAG_LARGE: {
         int saved = errno; /* free() must not change errno, and munmap may */
         if (BX_UNLIKELY(large_free_hook != NULL)) large_free_hook(r->object);

@@ -7,6 +7,7 @@
 #include "bobox.h"
 #include "front/fastpath.h"
 #include "mem/large.h"
+#include "mem/node.h"
 #include "os/options.h"
 #include "tools/checked.h"
 #include "tools/prof.h"
@@ -56,7 +57,7 @@ BX_API void *bobox_calloc(size_t count, size_t size) {
         bx_heap_t *h = bx_thread_heap();
         bool fresh = false;
         void *p =
-            h ? bx_heap_alloc_large(h, total, BX_ALIGNMENT, &fresh) : bx_large_alloc(total, BX_ALIGNMENT, 0, &fresh);
+            h ? bx_heap_alloc_large(h, total, BX_ALIGNMENT, &fresh) : bx_large_alloc(total, BX_ALIGNMENT, bx_node_current(), &fresh);
         if (p) {
             if (!fresh) bx_fill(p, 0, total);
             return p;

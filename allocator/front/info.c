@@ -36,7 +36,14 @@ BX_API int bobox_check_heap(void) {
     bx_ensure_init();
     /* Checked mode: every checked object of the process too, aborting as free would. */
     if (BX_UNLIKELY(bx_options.check)) bx_checked_check_all("bobox_check_heap()");
-    return bx_tls_heap ? bx_heap_check(bx_tls_heap) : 1;
+    return bx_tls_heap ? bx_heap_check(bx_tls_heap) : bx_thread_check_shared();
+}
+
+BX_API int bobox_thread_own_heap(void) {
+    bx_ensure_init();
+    if (bx_tls_heap || bx_thread_acquire()) return 0;
+    errno = ENOMEM;
+    return -1;
 }
 
 BX_API void bobox_get_stats(struct bobox_stats *out) {

@@ -19,7 +19,7 @@ enum bx_heap_state {
     BX_HEAP_LIVE,       /* owned by a running thread */
     BX_HEAP_ABANDONED,  /* its thread exited; waiting to be adopted */
     BX_HEAP_RECLAIMING, /* taken off the abandoned list by a thread draining it */
-    BX_HEAP_ORPHAN,     /* shared, behind a lock, for threads past their own teardown */
+    BX_HEAP_SHARED,     /* a CPU's, behind its lock: threads not yet busy, or past their teardown */
     BX_HEAP_LOST,       /* after fork(): another thread's, possibly mid-update; never touched */
 };
 
@@ -33,6 +33,7 @@ typedef struct bx_heap {
     /* Read by other threads' frees: on a line of their own, never written on a hot path. */
     int node;
     _Atomic int state;        /* enum bx_heap_state (thread.c) */
+    unsigned shared_slot;     /* a shared heap's slot: its lock (thread.c) */
     struct bx_heap *next_all; /* every heap, for stats and fork (thread.c) */
     struct bx_heap *next_abandoned;
     size_t map_size;
@@ -49,10 +50,17 @@ typedef struct bx_heap {
     _Atomic bool release_requested;       /* by malloc_trim in another thread (retention.c) */
     bool follow_cpu;                      /* after fork: take the node of the CPU at the next tick */
     bool keeps_closed;                    /* the keeps held too much: none takes more (bounds.h) */
+    /* A shared heap: its mallocs (under its lock); the count and the time the reclaimer last
+     * saw it change (thread/reclaimer.c). */
+    uint64_t shared_allocs, shared_allocs_seen, shared_idle_since_ns;
     bx_outbox_t outbox;
     /* Written by other threads: kept off the owner's cache lines. */
     bx_remote_t remote;
 } bx_heap_t;
+
+static inline bool bx_heap_is_shared(const bx_heap_t *h) {
+    return atomic_load_explicit(&h->state, memory_order_relaxed) == BX_HEAP_SHARED;
+}
 
 /* A fresh heap of `node` (zero-filled; its chain rings are touched only when used). */
 bx_heap_t *bx_heap_create(int node, int state);

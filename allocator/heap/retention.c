@@ -50,6 +50,9 @@ void bx_retention_init(void) { bx_heap_set_tick_handler(bx_retention_tick_due); 
 
 static void (*tick_hook)(void);
 void bx_retention_set_tick_hook(void (*fn)(void)) { tick_hook = fn; }
+void bx_retention_after_tick(void) {
+    if (tick_hook) tick_hook();
+}
 
 void bx_retention_reclaim_idle(bx_heap_t *h) {
     bx_blockcache_reclaim(&h->small_blocks);
@@ -69,8 +72,9 @@ void bx_retention_tick_due(bx_heap_t *h, uint64_t now_ns) {
     }
     bx_retention_release_heap(h, BX_RELEASE_TICK);
     bx_retention_release_shared(BX_RELEASE_TICK);
-    /* Only a running thread's own heap: the orphan heap ticks under its lock, and the hook
-     * may start a thread, whose creation mallocs (it would wait for that lock for ever). */
+    /* Only a running thread's own heap: a shared heap ticks under its lock, and the hook may
+     * start a thread, whose creation mallocs (it would wait for that lock for ever); its
+     * thread calls bx_retention_after_tick once the lock is given back. */
     if (tick_hook && atomic_load_explicit(&h->state, memory_order_relaxed) == BX_HEAP_LIVE) tick_hook();
 }
 

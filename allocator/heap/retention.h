@@ -35,5 +35,7 @@ void bx_retention_request(bx_heap_t *h);
 void bx_retention_reclaim_idle(bx_heap_t *h);
 /* Called after every TICK release of a live thread's heap (the reclaimer starts from there). */
 void bx_retention_set_tick_hook(void (*fn)(void));
+/* The same, after a shared heap's tick, once its lock is given back. */
+void bx_retention_after_tick(void);
 
 #endif

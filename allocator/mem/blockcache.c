@@ -2,6 +2,7 @@
 #include "mem/blockcache.h"
 
 #include "mem/pagemap.h"
+#include "os/os.h"
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size, uint32_t bound,
                         uint32_t max_blocks, int node) {
@@ -130,10 +131,15 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
 
 static void flush(bx_blockcache_t *bc) {
     while (bc->head) {
-        void *block = pop_head(bc);
+        char *block = pop_head(bc);
         bx_superblock_t *sb = cached_sb(block);
         sb->cached--;
         bx_blockalloc_free(&bc->alloc, sb, block);
+        /* A block left in a superblock still in use gives back its pages, all but the one
+         * that holds its link on the superblock's free list: a flush is the decay of an idle
+         * cache, a thread's exit or a trim, and the superblock may stay in use long after
+         * (one object of a thread that ended keeps it). An emptied one went to its node. */
+        if (sb->owner == &bc->alloc) bx_os_purge(block + 2 * sizeof(void *), bc->alloc.block_size - 2 * sizeof(void *));
     }
     bc->count = bc->represented = 0;
     bc->last_given = NULL;

@@ -87,7 +87,12 @@ static bx_large_t *from_cache(size_t need, int node) {
  * bigbuf's 5-25 MB buffers took 2-3x the time), a smaller one grows in place or is moved by
  * the kernel with its pages. NULL if it cannot grow (it is then unmapped). */
 static bx_large_t *refit(bx_large_t *l, size_t need) {
-    if (need <= l->map_size) return l; /* from_cache takes none above 8x need */
+    if (need <= l->map_size) { /* from_cache takes none above 8x need */
+        /* More than a quarter too large: the tail goes back (its pages may be resident from
+         * the mapping's last use, and it counts against a limit on address space). */
+        if (l->map_size - need > need / 4 && bx_os_remap(l->base, l->map_size, need, false)) l->map_size = need;
+        return l;
+    }
     char *base = bx_os_remap(l->base, l->map_size, need, true);
     if (!base) {
         bx_os_unmap(l->base, l->map_size);

@@ -140,6 +140,16 @@ void bx_os_decommit(void *p, size_t size) {
     count_unmapped(size);
 }
 
+void bx_os_purge(void *p, size_t size) {
+    size_t page = bx_os_page_size();
+    uintptr_t start = bx_align_up((uintptr_t)p, page), end = ((uintptr_t)p + size) & ~(uintptr_t)(page - 1);
+    if (end <= start) return;
+    int saved = errno;
+    if (madvise((void *)start, end - start, MADV_DONTNEED) == 0)
+        atomic_fetch_add_explicit(&released_bytes, end - start, memory_order_relaxed);
+    errno = saved;
+}
+
 void *bx_os_reserve_none(size_t size) {
     int saved = errno;
     void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -218,6 +228,25 @@ int bx_os_current_cpu(void) {
     unsigned cpu = 0;
     if (syscall(SYS_getcpu, &cpu, NULL, NULL) != 0) return 0;
     return (int)cpu;
+}
+
+/* glibc's registration (weak: absent before 2.35, and in a static link without rseq). */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
+int bx_os_rseq_cpu(void) {
+    if (!&__rseq_size || !&__rseq_offset || __rseq_size < 8) return -1;
+    char *tp;
+#if defined(__x86_64__)
+    __asm__("mov %%fs:0, %0" : "=r"(tp));
+#elif defined(__aarch64__)
+    __asm__("mrs %0, tpidr_el0" : "=r"(tp));
+#else
+    return -1;
+#endif
+    /* struct rseq: cpu_id_start, then cpu_id (negative until registered, or if it failed). */
+    int cpu = __atomic_load_n((const int *)(tp + __rseq_offset + 4), __ATOMIC_RELAXED);
+    return cpu >= 0 ? cpu : -1;
 }
 
 size_t bx_os_mapped_bytes(void) { return atomic_load_explicit(&mapped_bytes, memory_order_relaxed); }

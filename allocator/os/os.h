@@ -28,6 +28,10 @@ void bx_os_unreserve(void *p, size_t size);
 bool bx_os_commit(void *p, size_t size, bx_os_place_fn *place, void *arg);
 /* Gives a committed range's memory back: it reads as zeros from then on, read-only. */
 void bx_os_decommit(void *p, size_t size);
+/* Gives back the memory of the whole pages inside [p, p+size), which stay mapped, writable
+ * and zero (MADV_DONTNEED: resident memory drops at once, the NUMA policy stays). Counted as
+ * given back, still as mapped. */
+void bx_os_purge(void *p, size_t size);
 /* Address space with no access and no memory behind it (checked mode's zero-size objects:
  * any read or write faults), not counted as mapped; NULL if it cannot be had. */
 void *bx_os_reserve_none(size_t size);
@@ -61,6 +65,11 @@ int bx_os_policy_node(const void *p, int *mode_out);
 #endif
 /* NUMA node of the CPU this thread runs on now (getcpu). */
 int bx_os_current_cpu(void);
+/* The CPU the thread runs on, as the kernel last wrote it in glibc's own rseq registration
+ * (glibc 2.35+: __rseq_offset, __rseq_size): one load, no system call. -1 where there is none
+ * (an older glibc, GLIBC_TUNABLES=glibc.pthread.rseq=0, a kernel without rseq). Only read:
+ * the area is glibc's and the kernel's. */
+int bx_os_rseq_cpu(void);
 
 size_t bx_os_page_size(void);
 

@@ -15,10 +15,28 @@
 enum { NOT_STARTED, STARTING, RUNNING };
 static atomic_int state;
 
+/* A shared heap no thread has allocated from for a decay delay gives back everything free,
+ * as a thread's heap does when its thread exits: the threads that used it may all have
+ * ended. One still in use ticks, if its tick is due. Skipped while a thread holds it. */
+static void reclaim_shared(bx_heap_t *h, uint64_t now) {
+    if (!bx_thread_lock_shared(h, false)) return;
+    if (h->shared_allocs != h->shared_allocs_seen) {
+        h->shared_allocs_seen = h->shared_allocs;
+        h->shared_idle_since_ns = now;
+        bx_heap_tick(h);
+    } else if (now - h->shared_idle_since_ns >= bx_options.decay_ms * (uint64_t)1000000) {
+        bx_retention_release_heap(h, BX_RELEASE_THREAD_EXIT);
+    }
+    bx_retention_reclaim_idle(h);
+    bx_thread_unlock_shared(h);
+}
+
 static void reclaim_heap(bx_heap_t *h, void *arg) {
-    (void)arg;
     int s = atomic_load_explicit(&h->state, memory_order_relaxed);
-    if (s == BX_HEAP_LIVE || s == BX_HEAP_ABANDONED) bx_retention_reclaim_idle(h);
+    if (s == BX_HEAP_LIVE || s == BX_HEAP_ABANDONED)
+        bx_retention_reclaim_idle(h);
+    else if (s == BX_HEAP_SHARED)
+        reclaim_shared(h, *(const uint64_t *)arg);
 }
 
 /* Whether this is the process's last thread: num_threads, the 20th field of /proc/self/stat
@@ -50,7 +68,8 @@ BX_API void *bobox_reclaimer(void *arg) {
     for (;;) {
         clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, NULL);
         if (alone()) break; /* the program's threads are gone: so is the process */
-        bx_thread_for_each_heap(reclaim_heap, NULL);
+        uint64_t now = bx_now_ns();
+        bx_thread_for_each_heap(reclaim_heap, &now);
         bx_retention_release_shared(BX_RELEASE_TICK);
     }
     return NULL;

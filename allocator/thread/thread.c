@@ -1,4 +1,4 @@
-/* thread.c - heaps and threads: acquire, adopt, abandon, the orphan heap, fork. */
+/* thread.c - heaps and threads: acquire, adopt, abandon, the shared heaps, fork. */
 #define _GNU_SOURCE
 #include "thread/thread.h"
 
@@ -16,13 +16,45 @@ BX_TLS bx_heap_t *bx_tls_fast;
 static bx_bin_t *bin_for_none[BX_SMALL_STEPS] = {[0 ... BX_SMALL_STEPS - 1] = &bx_heap_bin_none};
 BX_TLS bx_tls_alloc_t bx_tls_alloc = {bin_for_none, INT64_MAX};
 static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
+/* A thread without a heap of its own: its mallocs and frees in the current window. */
+static BX_TLS struct {
+    uint32_t ops;
+    bool counting; /* the profiler's countdown is set */
+    uint64_t window_start_ns;
+} tls_light;
 static int64_t (*countdown_start)(void);
 void bx_thread_set_countdown_start(int64_t (*fn)(void)) { countdown_start = fn; }
 
 static bx_lock_t registry_lock = BX_LOCK_INIT; /* every heap list and the abandoned list */
 static bx_heap_t *all_heaps, *abandoned;
-static bx_lock_t orphan_lock = BX_LOCK_INIT;
-static _Atomic(bx_heap_t *) orphan;
+/* The shared heaps, one per CPU (by index; created at its first use). */
+#define SHARED_SLOTS BX_MAX_CPUS
+static _Atomic(bx_heap_t *) shared[SHARED_SLOTS];
+/* Their locks: whoever holds one is its heap's owner. Kept here, not in the heaps' own
+ * mappings, so that a write past an object that ends next to a heap cannot leave a lock held
+ * for ever (a program that then exits would hang in the check at exit). */
+static struct {
+    bx_lock_t lock;
+} __attribute__((aligned(64))) shared_lock[SHARED_SLOTS];
+
+/* A shared heap's lock; NULL for any other heap. */
+static bx_lock_t *lock_of(const bx_heap_t *h) {
+    unsigned slot = h->shared_slot;
+    return bx_heap_is_shared(h) && slot < SHARED_SLOTS &&
+                   atomic_load_explicit(&shared[slot], memory_order_acquire) == h
+               ? &shared_lock[slot].lock
+               : NULL;
+}
+
+bool bx_thread_lock_shared(bx_heap_t *h, bool wait) {
+    bx_lock_t *l = lock_of(h);
+    if (!l) return false;
+    if (!wait) return bx_trylock(l);
+    bx_lock(l);
+    return true;
+}
+
+void bx_thread_unlock_shared(bx_heap_t *h) { bx_unlock(lock_of(h)); }
 static pthread_key_t exit_key;
 
 static bx_heap_t *create_registered(int node, int state) {
@@ -44,15 +76,9 @@ static void push_abandoned(bx_heap_t *h) {
 
 /* ---- ownerless heaps -------------------------------------------------------------------- */
 
-/* Takes an ownerless heap for exclusive use (off the abandoned list, or the orphan lock). */
+/* Takes an ownerless heap for exclusive use (off the abandoned list, or a shared heap's lock). */
 static bool take_ownerless(bx_heap_t *h, bool wait) {
-    if (h->state == BX_HEAP_ORPHAN) {
-        if (wait) {
-            bx_lock(&orphan_lock);
-            return true;
-        }
-        return bx_trylock(&orphan_lock);
-    }
+    if (bx_heap_is_shared(h)) return bx_thread_lock_shared(h, wait);
     if (wait)
         bx_lock(&registry_lock);
     else if (!bx_trylock(&registry_lock))
@@ -72,8 +98,8 @@ static bool take_ownerless(bx_heap_t *h, bool wait) {
 }
 
 static void return_ownerless(bx_heap_t *h) {
-    if (h->state == BX_HEAP_ORPHAN) {
-        bx_unlock(&orphan_lock);
+    if (bx_heap_is_shared(h)) {
+        bx_thread_unlock_shared(h);
         return;
     }
     bx_lock(&registry_lock);
@@ -86,7 +112,7 @@ static void return_ownerless(bx_heap_t *h) {
 static void drain_pile(bx_remote_t *r) {
     bx_heap_t *h = (bx_heap_t *)((char *)r - offsetof(bx_heap_t, remote));
     int state = h->state;
-    if ((state == BX_HEAP_ABANDONED || state == BX_HEAP_ORPHAN) && take_ownerless(h, false)) {
+    if ((state == BX_HEAP_ABANDONED || state == BX_HEAP_SHARED) && take_ownerless(h, false)) {
         bx_retention_release_heap(h, BX_RELEASE_THREAD_EXIT);
         return_ownerless(h);
     }
@@ -98,7 +124,7 @@ static void thread_exit(void *arg) {
     bx_heap_t *h = arg;
     bx_tls_heap = bx_tls_fast = NULL;
     bx_tls_alloc.bin_for = bin_for_none;
-    tls_torn_down = true; /* later mallocs of this thread go to the orphan heap */
+    tls_torn_down = true; /* later mallocs of this thread go to a shared heap */
     if (!h || h->state != BX_HEAP_LIVE) return;
     bx_retention_release_heap(h, BX_RELEASE_THREAD_EXIT);
     bx_lock(&registry_lock);
@@ -127,6 +153,28 @@ static bx_heap_t *adopt(int node) {
     return h;
 }
 
+/* Whether a thread without a heap has proven busy: BX_BUSY_OPS operations in one window. */
+static bool proven_busy(void) {
+    if (tls_torn_down) return false;
+    if (BX_UNLIKELY(!tls_light.counting)) {
+        tls_light.counting = true;
+        bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
+    }
+    if (BX_LIKELY(++tls_light.ops < BX_BUSY_OPS)) {
+        if (tls_light.ops == 1) tls_light.window_start_ns = bx_now_ns();
+        return false;
+    }
+    tls_light.ops = 0;
+    return bx_now_ns() - tls_light.window_start_ns < BX_BUSY_WINDOW_MS * (uint64_t)1000000;
+}
+
+bx_heap_t *bx_thread_heap_slow(void) {
+    /* Checked mode gives every thread a heap at once: its registry and checks follow owners. */
+    return bx_options.check ? bx_thread_acquire() : NULL;
+}
+
+bx_heap_t *bx_thread_count_op(void) { return proven_busy() ? bx_thread_acquire() : NULL; }
+
 bx_heap_t *bx_thread_acquire(void) {
     if (tls_torn_down) return NULL;
     int node = bx_node_current();
@@ -145,25 +193,57 @@ bx_heap_t *bx_thread_acquire(void) {
     return h;
 }
 
-void *bx_thread_alloc_orphan(size_t size) {
-    bx_heap_t *h = atomic_load_explicit(&orphan, memory_order_acquire);
-    if (!h) {
-        /* Made before the orphan lock is taken: creating takes the registry lock. */
-        h = create_registered(0, BX_HEAP_ORPHAN);
-        if (!h) return NULL;
-        bx_heap_t *expected = NULL;
-        if (!atomic_compare_exchange_strong_explicit(&orphan, &expected, h, memory_order_acq_rel,
-                                                     memory_order_acquire)) {
-            bx_lock(&registry_lock); /* another thread's came first: this one waits for adoption */
-            push_abandoned(h);
-            bx_unlock(&registry_lock);
-            h = expected;
-        }
+/* The heap of the CPU the thread runs on (rseq), made at its first use. Without rseq, a
+ * slot of the thread's node picked by its TLS address. */
+static bx_heap_t *shared_heap(void) {
+    int cpu = bx_os_rseq_cpu(), node;
+    unsigned slot;
+    if (BX_LIKELY(cpu >= 0)) {
+        slot = (unsigned)cpu % SHARED_SLOTS;
+        node = bx_node_of_cpu(cpu);
+    } else {
+        node = bx_node_current();
+        uint64_t spread = ((uintptr_t)&tls_light >> 12) * 0x9E3779B97F4A7C15ULL >> 60;
+        slot = (unsigned)((uint64_t)node * 16 + spread) % SHARED_SLOTS;
     }
-    bx_lock(&orphan_lock);
+    bx_heap_t *h = atomic_load_explicit(&shared[slot], memory_order_acquire);
+    if (BX_LIKELY(h != NULL)) return h;
+    h = create_registered(node, BX_HEAP_SHARED);
+    if (!h) return NULL;
+    /* Set under the registry lock, which fork holds throughout: the shared locks it takes and
+     * gives back are the same. */
+    bx_lock(&registry_lock);
+    bx_heap_t *first = atomic_load_explicit(&shared[slot], memory_order_acquire);
+    if (first) {
+        push_abandoned(h); /* another thread's came first: this one waits for adoption */
+        h = first;
+    } else {
+        h->shared_slot = slot;
+        atomic_store_explicit(&shared[slot], h, memory_order_release);
+    }
+    bx_unlock(&registry_lock);
+    return h;
+}
+
+void *bx_thread_alloc_shared(size_t size) {
+    bx_heap_t *h = bx_thread_count_op();
+    if (h) return bx_heap_alloc(h, size); /* busy from now on */
+    h = shared_heap();
+    if (!h) return NULL;
+    if (size > BX_MEDIUM_MAX) { /* a mapping of its own: no lock held over the system call */
+        bool fresh;
+        return bx_large_alloc(size, BX_ALIGNMENT, h->node, &fresh);
+    }
+    bx_lock_t *lock = &shared_lock[h->shared_slot].lock;
+    bx_lock(lock);
+    uint64_t tick = h->next_tick_ns;
     if (bx_heap_remote_pending(h)) bx_heap_drain(h);
+    h->shared_allocs++;
     void *p = bx_heap_alloc(h, size);
-    bx_unlock(&orphan_lock);
+    bool ticked = h->next_tick_ns != tick;
+    bx_unlock(lock);
+    /* What a running thread's tick may do (start the reclaimer) mallocs: not under the lock. */
+    if (ticked) bx_retention_after_tick();
     return p;
 }
 
@@ -177,7 +257,7 @@ void bx_thread_release_all(enum bx_release_level level) {
     for (bx_heap_t *h = all_heaps; h; h = h->next_all)
         if (h != self && h->state == BX_HEAP_LIVE) bx_retention_request(h);
     bx_unlock(&registry_lock);
-    /* Ownerless heaps: take each in turn off the abandoned list, then the orphan. */
+    /* Ownerless heaps: take each in turn off the abandoned list, then the shared ones. */
     for (;;) {
         bx_lock(&registry_lock);
         bx_heap_t *h = NULL;
@@ -191,11 +271,12 @@ void bx_thread_release_all(enum bx_release_level level) {
         bx_retention_release_heap(h, level);
         return_ownerless(h);
     }
-    bx_heap_t *o = atomic_load_explicit(&orphan, memory_order_acquire);
-    if (o) {
-        bx_lock(&orphan_lock);
-        bx_retention_release_heap(o, level);
-        bx_unlock(&orphan_lock);
+    for (unsigned i = 0; i < SHARED_SLOTS; i++) {
+        bx_heap_t *s = atomic_load_explicit(&shared[i], memory_order_acquire);
+        if (!s) continue;
+        bx_lock(&shared_lock[i].lock);
+        bx_retention_release_heap(s, level);
+        bx_unlock(&shared_lock[i].lock);
     }
 }
 
@@ -232,11 +313,41 @@ void bx_thread_for_each_heap(void (*fn)(bx_heap_t *, void *), void *arg) {
     bx_unlock(&registry_lock);
 }
 
+bool bx_thread_check_shared(void) {
+    bool ok = true;
+    for (unsigned i = 0; i < SHARED_SLOTS; i++) {
+        bx_heap_t *s = atomic_load_explicit(&shared[i], memory_order_acquire);
+        if (!s) continue;
+        bx_lock(&shared_lock[i].lock);
+        ok = bx_heap_check(s) && ok;
+        bx_unlock(&shared_lock[i].lock);
+    }
+    return ok;
+}
+
+void bx_thread_check_heads_shared(const char *op) {
+    for (unsigned i = 0; i < SHARED_SLOTS; i++) {
+        bx_heap_t *s = atomic_load_explicit(&shared[i], memory_order_acquire);
+        if (!s) continue;
+        bx_lock(&shared_lock[i].lock);
+        bx_heap_check_heads(s, op); /* aborts on a corrupted head: the lock dies with the process */
+        bx_unlock(&shared_lock[i].lock);
+    }
+}
+
 /* ---- fork ---------------------------------------------------------------------------------- */
+
+/* Every shared heap's lock, in slot order. */
+static void shared_locks(void (*fn)(bx_lock_t *)) {
+    for (unsigned i = 0; i < SHARED_SLOTS; i++) {
+        bx_heap_t *s = atomic_load_explicit(&shared[i], memory_order_acquire);
+        if (s) fn(&shared_lock[i].lock);
+    }
+}
 
 static void fork_prepare(void) {
     bx_lock(&registry_lock);
-    bx_lock(&orphan_lock);
+    shared_locks(bx_lock);
     bx_large_lock();
     bx_node_lock_all();
 }
@@ -244,14 +355,14 @@ static void fork_prepare(void) {
 static void fork_parent(void) {
     bx_node_unlock_all();
     bx_large_unlock();
-    bx_unlock(&orphan_lock);
+    shared_locks(bx_unlock);
     bx_unlock(&registry_lock);
 }
 
 static void fork_child(void) {
     bx_node_reset_locks();
     bx_large_reset_lock();
-    bx_lock_reset(&orphan_lock);
+    shared_locks(bx_lock_reset);
     bx_lock_reset(&registry_lock);
     /* Other threads' heaps may be mid-update: never touch them again (their memory
      * stays with them; frees into them still go to their remote lists safely). */

@@ -1,12 +1,20 @@
-/* thread.h - which thread owns which heap: creation or adoption at a thread's first call,
- * abandonment at its exit, the orphan heap for threads past their own teardown, and fork.
+/* thread.h - which thread owns which heap: the shared heaps of threads not yet busy,
+ * creation or adoption once a thread proves busy, abandonment at its exit, and fork.
+ *
+ * A thread starts without a heap of its own: it allocates from the heap its CPU shares with
+ * other threads, under that heap's lock, and frees an object of a shared heap under the
+ * object's heap's lock. Once it makes BX_BUSY_OPS mallocs and frees within
+ * BX_BUSY_WINDOW_MS (base/bounds.h), it gets a heap of its own, where its malloc and free
+ * take no lock and no atomic operation. So a thread that holds a few objects costs no
+ * block per size and no superblock; a thread past its own teardown uses the shared heaps
+ * too.
  *
  * Heaps are never unmapped: a thread that exits abandons its heap (after giving back what
  * it can) and the next thread on the same node adopts it, so memory is neither lost nor
  * leaked and short-lived threads cost no superblock traffic.
  *
  * Lock order (fork_prepare takes them all in it): the registry lock (every heap, the
- * abandoned list), then the orphan heap's lock, then the large cache's and the samples'
+ * abandoned list, the shared heaps' slots), then the shared heaps' locks in slot order, then the large cache's and the samples'
  * pool's (mem/samplepool.h), then the nodes' in index order. No path takes an earlier one
  * while holding a later one. */
 #ifndef BX_THREAD_H
@@ -39,12 +47,21 @@ void bx_thread_global_init(void);
 /* Registers the fork handlers; may allocate, so it runs once the allocator works. */
 void bx_thread_register_fork_handlers(void);
 
-/* The calling thread's heap, created or adopted on first use; NULL for a thread past its
- * own teardown (it then goes through the orphan heap) or when memory cannot be had. */
+/* Gives the calling thread a heap of its own, adopted or created; NULL for a thread past its
+ * own teardown or when memory cannot be had. */
 bx_heap_t *bx_thread_acquire(void);
-static inline bx_heap_t *bx_thread_heap(void) { return bx_tls_heap ? bx_tls_heap : bx_thread_acquire(); }
-/* Allocation for a thread past its own teardown: the shared orphan heap, under its lock. */
-void *bx_thread_alloc_orphan(size_t size);
+/* The calling thread's heap; NULL for a thread not yet busy or past its own teardown (it
+ * goes through a shared heap). In checked mode every thread has one from its first call. */
+bx_heap_t *bx_thread_heap_slow(void);
+static inline bx_heap_t *bx_thread_heap(void) { return bx_tls_heap ? bx_tls_heap : bx_thread_heap_slow(); }
+/* Counts a malloc or free of a thread without a heap: its own heap once it proves busy. */
+bx_heap_t *bx_thread_count_op(void);
+/* Takes a shared heap's lock (or tries, without `wait`): the caller is its owner until
+ * bx_thread_unlock_shared. False, and nothing taken, for a heap that is not shared. */
+bool bx_thread_lock_shared(bx_heap_t *h, bool wait);
+void bx_thread_unlock_shared(bx_heap_t *h);
+/* Allocation for a thread without a heap: its CPU's shared heap, under its lock. */
+void *bx_thread_alloc_shared(size_t size);
 
 /* malloc_trim and out of memory: the caller's heap and every ownerless one give back what
  * is free; every other live heap is asked to at its owner's next malloc. */
@@ -53,6 +70,11 @@ void bx_thread_release_all(enum bx_release_level level);
  * bx_thread_release_all asked; true if one still had a request pending at the start (a
  * retry may then find memory). */
 bool bx_thread_await_releases(uint64_t max_ns);
+
+/* bx_heap_check of every shared heap, each under its lock; false on any inconsistency. */
+bool bx_thread_check_shared(void);
+/* bx_heap_check_heads of every shared heap, each under its lock. */
+void bx_thread_check_heads_shared(const char *op);
 
 /* Walks every heap (stats); the callback must not allocate. */
 void bx_thread_for_each_heap(void (*fn)(bx_heap_t *, void *), void *arg);

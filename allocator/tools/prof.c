@@ -27,6 +27,7 @@
 #include "bobox.h"
 #include "base/fdout.h"
 #include "mem/large.h"
+#include "mem/node.h"
 #include "base/lock.h"
 #include "os/options.h"
 #include "os/os.h"
@@ -343,9 +344,9 @@ BX_NOINLINE void *bx_prof_due(size_t size) {
     bx_heap_t *h = bx_thread_heap();
     void *p;
     if (size <= BX_MEDIUM_MAX)
-        p = h ? bx_heap_alloc_sample(h, size) : bx_large_alloc_sample(size, 0);
+        p = h ? bx_heap_alloc_sample(h, size) : bx_large_alloc_sample(size, bx_node_current());
     else
-        p = h ? bx_heap_alloc_large(h, size, BX_ALIGNMENT, &fresh) : bx_large_alloc(size, BX_ALIGNMENT, 0, &fresh);
+        p = h ? bx_heap_alloc_large(h, size, BX_ALIGNMENT, &fresh) : bx_large_alloc(size, BX_ALIGNMENT, bx_node_current(), &fresh);
     if (p) {
         bx_lock(&prof_lock);
         n_samples++;

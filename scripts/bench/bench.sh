@@ -17,8 +17,11 @@ B=$ROOT/build/bench
 MODE=moderate RUNS= ONLY= ALLOCS= FASTPATH=1
 WORKLOADS="server server-t2 prodcons batches batches-t1 falseshare mixed pipeline mergesort
            paging71 paging72 realloc handoff powerlaw powerlaw-t2 tight-t1 tight fifo1k fifo4k
-           fifo8k bigbuf larson prodcons64 crossfree gmicro-t1 gmicro python sort gcc clang sqlite
-           postgres redis"
+           fifo8k bigbuf larson prodcons64 crossfree gmicro-t1 gmicro memthreads memshape memchurn
+           python sort gcc clang sqlite postgres redis"
+# Memory shapes: their resident memory over time is sampled (results/rss/, the memory plot)
+# and their own measures go in the CSV's memory column.
+MEM="memthreads memshape memchurn"
 # Multi-threaded workloads: these also run under the pinning variants.
 MT="server server-t2 prodcons batches falseshare pipeline mergesort realloc handoff powerlaw-t2
     tight larson prodcons64 crossfree gmicro sort"
@@ -163,6 +166,9 @@ workload() {
     crossfree)  THREADS=$NCPU2; CMD=("$B/crossfree" $NCPU2 $S) ;;
     gmicro-t1)  THREADS=1; CMD=("$B/gmicro" 1 $S) ;;
     gmicro)     THREADS=$NCPU; CMD=("$B/gmicro" $NCPU $S) ;;
+    memthreads) THREADS=1000; CMD=("$B/memshapes" threads 1000 1) ;;  # 1,000 threads at every scale
+    memshape)   THREADS=1; CMD=("$B/memshapes" shape 1 $S) ;;
+    memchurn)   THREADS=8; CMD=("$B/memshapes" churn 8 $S) ;;
     python)     THREADS=1; ENVX=PYTHONMALLOC=malloc; UNITS=$n_py; UNIT=rounds/s
                 CMD=("$PY" "$ROOT/bench/real/pyalloc.py" $S) ;;
     sort)       THREADS=4; ENVX=LC_ALL=C; UNITS=$n_sort; UNIT=lines/s
@@ -187,7 +193,9 @@ STAMP=$(date +%Y%m%d-%H%M%S)
 CSV=results/$STAMP-$HOST.csv
 [ $NARROW = 1 ] && CSV=results/$STAMP-$HOST-partial.csv
 LOG=$B/logs/$STAMP.log
-echo "date,host,mode,run,workload,alloc,threads,scale,status,wall_s,secs,throughput,unit,maxrss_kb,minflt,majflt,utime_s,stime_s,kind" > "$CSV"
+echo "date,host,mode,run,workload,alloc,threads,scale,status,wall_s,secs,throughput,unit,maxrss_kb,minflt,majflt,utime_s,stime_s,kind,memory" > "$CSV"
+RSSDIR=results/rss; [ $NARROW = 1 ] && RSSDIR=${CSV%.csv}-rss
+mkdir -p "$RSSDIR"
 DATE=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 nfail=0
 for run in $(seq 1 "$RUNS"); do
@@ -201,6 +209,7 @@ for run in $(seq 1 "$RUNS"); do
       [ -n "$ALLOC_ENV" ] && opts+=(-e "$ALLOC_ENV")
       [ -n "$ENVX" ] && opts+=(-e "$ENVX")
       if [ -n "$RIN" ]; then opts+=(-i "$RIN" -o /dev/null); fi
+      case " $MEM " in *" $w "*) [ "$run" = 1 ] && opts+=(-s "$RSSDIR/$w-$a.tsv") ;; esac
       echo "### run=$run workload=$w alloc=$a" >> "$LOG"
       out=$("$B/bench-run" "${opts[@]}" -- "${CMD[@]}" 2>>"$LOG")
       echo "$out" >> "$LOG"
@@ -224,9 +233,11 @@ for run in $(seq 1 "$RUNS"); do
         printf '  [%d/%d] %-11s %-18s %8.3f s %8.1f MB\n' "$run" "$RUNS" "$w" "$a" "$wall" \
           "$(awk -v k="$rss" 'BEGIN {print k / 1024}')"
       fi
+      mem=$(grep -o '[a-z_]*_kb=[0-9]*' <<<"$resl" | tr '\n' ';'); mem=${mem%;}
+      [ "$status" = ok ] || mem=
       scale=$S; [ "$w" = mergesort ] && scale=$MS
       kind=own; case " $REAL " in *" $w "*) kind=real ;; esac
-      echo "$DATE,$HOST,$MODE,$run,$w,$a,$THREADS,$scale,$status,$wall,${secs:-NA},${thr:-NA},${unit:-NA},$rss,$minf,$majf,$ut,$st,$kind" >> "$CSV"
+      echo "$DATE,$HOST,$MODE,$run,$w,$a,$THREADS,$scale,$status,$wall,${secs:-NA},${thr:-NA},${unit:-NA},$rss,$minf,$majf,$ut,$st,$kind,${mem:-NA}" >> "$CSV"
     done
   done
 done
@@ -255,12 +266,13 @@ META=${CSV%.csv}.meta
   bench_machine_info
 } > "$META"
 if [ $NARROW = 1 ]; then
-  $PY scripts/bench/bench-report.py --csv "$CSV" --meta "$META" --fastpath "$FP_CSV" --lock "$LOCK_CSV" --stdout
+  $PY scripts/bench/bench-report.py --csv "$CSV" --meta "$META" --fastpath "$FP_CSV" --lock "$LOCK_CSV" --rss "$RSSDIR" --stdout
   echo "== narrowed run: $CSV (results/latest.csv, README.md and the plot are unchanged)"
 else
   cp "$CSV" results/latest.csv; cp "$META" results/latest.meta
   $PY scripts/bench/bench-report.py --csv results/latest.csv --meta results/latest.meta \
-      --fastpath results/fastpath.csv --lock results/lockbench.csv --readme results/README.md --plot results/bench.png --stdout
-  echo "== wrote $CSV, results/latest.csv, results/README.md, results/bench.png"
+      --fastpath results/fastpath.csv --lock results/lockbench.csv --readme results/README.md --plot results/bench.png \
+      --rss "$RSSDIR" --memory-plot results/memory.png --stdout
+  echo "== wrote $CSV, results/latest.csv, results/README.md, results/bench.png, results/memory.png"
 fi
 echo "== done in $((END - START)) s ($nfail failed runs; log: ${LOG#$ROOT/})"

@@ -251,6 +251,7 @@ TEST_CASE("objects another thread keeps are not listed through their memory: a w
     auto child = in_child([&] {
         void *p = a_malloc(size); // the owner's
         std::thread([=] {
+            a_own_heap();
             // This thread allocates the size (so it keeps other threads' objects of it) until its
             // chain runs out; p, freed then, is kept, and its next mallocs take the kept ones.
             std::vector<void *> mine;

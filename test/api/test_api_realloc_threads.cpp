@@ -74,7 +74,9 @@ TEST_CASE("a large object grows its own mapping and leaves cached mappings to th
     REQUIRE(next != nullptr);
     memset(next, 4, SMALLER);
     stats(&after);
-    REQUIRE(after.released_bytes == grown.released_bytes); // nothing was unmapped for it
+    // Nothing was unmapped for it but the cached mapping's tail past what it serves (more than
+    // a quarter too large: its pages went back, bx_large_alloc).
+    REQUIRE(after.released_bytes - grown.released_bytes <= GROWN - SMALLER);
     REQUIRE(after.large_cached_bytes < before.large_cached_bytes);
     REQUIRE((p[SMALLER - 1] == 2 && p[GROWN - 1] == 3));
     api::a_free(next);

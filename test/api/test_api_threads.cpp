@@ -768,7 +768,7 @@ TEST_CASE("remote frees past the owner's inbox while it sleeps: every object com
     size_t mapped_before = 0, mapped_after = 0;
     get_stats_fn stats = get_stats_ptr();
     if (!stats && !foreign_allowed()) FAIL("bobox_get_stats missing");
-    std::thread owner([&] {
+    std::thread owner([&] { a_own_heap();
         Rng rng(77);
         for (int i = 0; i < N; i++) {
             size_t n = i % 300 == 0 ? kSmallMax + rng.below(100000) : 16 + rng.below(2000);
@@ -829,7 +829,7 @@ TEST_CASE("a thread keeps at most 2 MB of other heaps' objects: the rest go home
     std::vector<size_t> sizes(N);
     Phases phases; // 1: owner allocated, 2: keeper done
     size_t kept = 0, largest = 0;
-    std::thread owner([&] {
+    std::thread owner([&] { a_own_heap();
         Rng rng(5);
         for (int i = 0; i < N; i++) {
             sizes[i] = 512 + rng.below(1537);
@@ -838,7 +838,7 @@ TEST_CASE("a thread keeps at most 2 MB of other heaps' objects: the rest go home
         phases.advance(1);
         phases.wait_for(2); // alive and idle while the keeper counts
     });
-    std::thread keeper([&] {
+    std::thread keeper([&] { a_own_heap();
         for (size_t n = 512; n <= 2048; n += 16) a_free(a_malloc(n));
         phases.wait_for(1);
         std::set<void *> owners(objs.begin(), objs.end());
@@ -889,14 +889,14 @@ TEST_CASE("kept objects of a size the freeing thread stopped allocating go back 
     auto pause = [] { std::this_thread::sleep_for(std::chrono::milliseconds(1100)); };
     auto slow_path = [] { a_free(a_malloc(kSmallMax + 1000)); }; // a medium malloc ticks
     size_t reused = 0;
-    std::thread owner([&] {
+    std::thread owner([&] { a_own_heap();
         for (auto &p : objs) memset(p = a_malloc(kSize), 3, kSize);
         phases.advance(1);
         phases.wait_for(2);
         reused = objects_back(objs, kSize, 4 * N);
         phases.advance(3);
     });
-    std::thread keeper([&] {
+    std::thread keeper([&] { a_own_heap();
         a_free(a_malloc(kSize)); // a size this thread allocates: it keeps other heaps' objects
         slow_path();
         pause();
@@ -923,12 +923,12 @@ TEST_CASE("a thread keeps at most 1024 objects of one small size: the rest go ho
     std::vector<void *> objs(N);
     Phases phases; // 1: owner allocated, 2: keeper done
     size_t kept = 0;
-    std::thread owner([&] {
+    std::thread owner([&] { a_own_heap();
         for (auto &p : objs) memset(p = a_malloc(kSize), 3, kSize);
         phases.advance(1);
         phases.wait_for(2);
     });
-    std::thread keeper([&] {
+    std::thread keeper([&] { a_own_heap();
         a_free(a_malloc(kSize));
         phases.wait_for(1);
         std::set<void *> owners(objs.begin(), objs.end());
@@ -958,11 +958,11 @@ TEST_CASE("a thread keeps no objects of a size it never allocated: they go home 
     // threads are adopted, newest first): what that thread allocated does not count.
     constexpr int N = 400; // under one bin's keep bound (256 KB of 100 B)
     constexpr size_t kSize = 100, kOther = 1000;
-    std::thread([] { a_free(a_malloc(kSize)); }).join();
+    std::thread([] { a_own_heap(); a_free(a_malloc(kSize)); }).join();
     std::vector<void *> objs(N);
     Phases phases; // 1: freer has its heap, 2: owner allocated, 3: freer done, 4: owner checked
     size_t reused = 0;
-    std::thread freer([&] {
+    std::thread freer([&] { a_own_heap();
         void *other = a_malloc(kOther);
         phases.advance(1);
         phases.wait_for(2);
@@ -971,7 +971,7 @@ TEST_CASE("a thread keeps no objects of a size it never allocated: they go home 
         phases.wait_for(4); // alive: nothing it held went home at its exit
         a_free(other);
     });
-    std::thread owner([&] {
+    std::thread owner([&] { a_own_heap();
         phases.wait_for(1);
         for (auto &p : objs) memset(p = a_malloc(kSize), 3, kSize);
         phases.advance(2);
@@ -992,9 +992,9 @@ TEST_CASE("an object freed by another thread comes back to that thread's mallocs
     // one 64 KB block's worth of mallocs of the size (fewer than 600 of 100 B).
     void *p = nullptr;
     bool back = false;
-    std::thread([&] {
+    std::thread([&] { a_own_heap();
         std::vector<void *> mine{a_malloc(100)}; // this thread allocates objects of the size
-        std::thread([&] { p = a_malloc(100); }).join();
+        std::thread([&] { a_own_heap(); p = a_malloc(100); }).join();
         if (!p) return;
         memset(p, 0x5a, 100);
         a_free(p);
@@ -1019,7 +1019,7 @@ TEST_CASE("another thread frees objects cut from a block since its chain last ra
     constexpr int N = 8; // fewer than a block holds: its first chain has not run out
     std::vector<char *> objs(N, nullptr);
     int missing = 0, damaged = 0;
-    std::thread owner([&] {
+    std::thread owner([&] { a_own_heap();
         std::vector<char *> kept;
         for (auto &o : objs) {
             o = static_cast<char *>(a_malloc(SIZE));
@@ -1027,7 +1027,7 @@ TEST_CASE("another thread frees objects cut from a block since its chain last ra
             if (o) memset(o, 7, SIZE);
             if (kept.back()) memset(kept.back(), 9, SIZE);
         }
-        std::thread([&] {
+        std::thread([&] { a_own_heap();
             for (char *o : objs)
                 if (o) a_free(o); // an invalid-pointer abort here fails the whole run
         }).join();
@@ -1053,7 +1053,7 @@ TEST_CASE("malloc_trim reaches the caches of a live thread that went idle, at it
     std::mutex m;
     std::condition_variable cv;
     int phase = 0; // 1: the worker freed everything and waits; 2: main trimmed; 3: worker called malloc
-    std::thread worker([&] {
+    std::thread worker([&] { a_own_heap();
         // 24 MB of 1 KB objects, all freed: their emptied blocks wait in this thread's block
         // cache, which only this thread touches.
         std::vector<void *> objs(24 * 1024);
