@@ -167,5 +167,5 @@ for n in "${!last[@]}"; do [ -n "${durations[$n]:-}" ] || durations[$n]=${last[$
 for n in "${!durations[@]}"; do echo "$n ${durations[$n]}"; done | sort >"$log_dir/durations"
 
 for i in "${!names[@]}"; do [ -n "${failed_at[i]:-}" ] && failures+=("${failed_at[i]}"); done
-source "$BOBOX_ROOT/scripts/test/summary.sh"
+source "$BOBOX_ROOT/scripts/test/summary.sh" || exit 2
 print_summary

@@ -185,5 +185,5 @@ boot() { # SxNxCxT
 }
 
 for topo in "${topos[@]}"; do boot "$topo"; done
-source "$ROOT/scripts/test/summary.sh"
+source "$ROOT/scripts/test/summary.sh" || exit 2
 print_summary

@@ -4,7 +4,7 @@
 # suites write their probes). Under BOBOX_CHECK=1 each bad kind must stop the process, with
 # bobox's message (SIGABRT) or at the bad access itself (SIGSEGV: memory with no access);
 # the clean kinds must exit 0 with nothing on stderr, in checked mode and by default.
-source "$(dirname "$0")/../progs/alloc_sys_common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog probe_checked_exit
 P=$PROGS/probe_checked_exit

@@ -10,7 +10,7 @@
 # (the functions are glibc's behind one flag test); the check at exit reports a free
 # neighbour it wrote over. memcpy onto overlapping bytes acts
 # as memmove. A bad BOBOX_CHECK is reported once.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog probe_copies
 P=$PROGS/probe_copies

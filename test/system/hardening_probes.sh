@@ -23,7 +23,8 @@
 # faults depends on what the kernel mapped next to it, and changes from run to run. glibc's
 # floor checks the harness itself: one whose bad operations did nothing would fail there.
 # About 10 s.
-cd "$(dirname "$0")/../.." || exit 1
+source "$(dirname "$0")/../lib/common.sh" || exit 1
+cd "$BOBOX_ROOT"
 # Regression floors (docs/hardening.md): glibc 2.36, bobox, bobox BOBOX_CHECK=copies and =1.
 FLOOR_GLIBC=35 FLOOR_DEFAULT=52 FLOOR_COPIES=57 FLOOR_CHECKED=136
 PROBE=build/test/progs/probe_heap
@@ -37,8 +38,6 @@ public=0
 for k in "${KINDS[@]}"; do [[ $k == *.huge ]] || public=$((public + 1)); done
 # The public suite's three sizes give 116 kinds; 1 MB objects (.huge) come on top.
 [ "$public" -eq 116 ] || { echo "hardening_probes: $public kinds of 8 B, 4 KB and 256 KB objects listed, not 116"; exit 1; }
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
 
 MODES=(glibc)
 SCUDO=$(ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.scudo_standalone-x86_64.so 2>/dev/null | tail -1)

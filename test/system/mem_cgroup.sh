@@ -4,7 +4,7 @@
 # it; the bound outside is printed too). Needs a writable cgroup v1 memory hierarchy or a
 # cgroup v2 one that delegates the memory controller: skipped only when the cgroup cannot be
 # made, limited or joined; a failure of the preloaded run inside it fails.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 cg=
 trap '[ -n "$cg" ] && rmdir "$cg" 2>/dev/null; rm -rf "$TMP"' EXIT
