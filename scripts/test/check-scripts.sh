@@ -36,7 +36,6 @@ for f in "${files[@]}"; do
     n=$((n + 1))
     rel=${f#"$ROOT"/}
     err=$(bash -n "$f" 2>&1) || fail "$rel does not parse: $err"
-    first=
     while IFS= read -r line; do
         lineno=${line%%:*} text=${line#*:}
         if [[ $text =~ ^[[:space:]]*(source|\.)[[:space:]]+(.*)$ ]]; then
@@ -55,9 +54,9 @@ for f in "${files[@]}"; do
             path=$(resolve "$f" "$expr")
             [ -n "$path" ] && [ ! -f "$path" ] && fail "$rel:$lineno: execs $expr, which does not exist"
         fi
-        # The first command of the script (not a comment, not blank).
-        if [ -z "$first" ] && [[ ! $text =~ ^[[:space:]]*(#|$) ]]; then first=$text; fi
-    done < <(grep -n '' "$f")
+    done < <(grep -nE '^[[:space:]]*(source|\.|exec)[[:space:]]' "$f")
+    # The first command of the script (not a comment, not blank).
+    first=$(grep -vE '^[[:space:]]*(#|$)' "$f" | head -1)
     if [[ $rel == test/system/* ]]; then
         if [[ $first =~ ^source\ \"\$\(dirname\ \"\$0\"\)/\.\./lib/[a-z_]+\.sh\" ]]; then :
         elif [[ $first =~ ^exec\ bash\ \"\$\(dirname\ \"\$0\"\)/[a-z_]+\.sh\" ]]; then :
