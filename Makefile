@@ -28,7 +28,7 @@ LIBBOBOX_SO := $(BUILD)/libbobox.so
 LIBBOBOX_A  := $(BUILD)/libbobox.a
 LIBBOBOX_DIST_A := $(BUILD)/dist/libbobox.a
 
-.PHONY: all test test-quick test-bins deps install uninstall man clean bench bench-full format layers sizeclass-tables
+.PHONY: all test test-quick test-bins deps install uninstall man clean bench bench-full format layers check-scripts print-catch-bins sizeclass-tables
 all: $(LIBBOBOX_SO) $(LIBBOBOX_A) $(LIBBOBOX_DIST_A)
 
 # -MMD: each object is rebuilt when a header it includes changes, and only then.
@@ -70,6 +70,10 @@ sizeclass-tables:
 # No include or call goes up a layer (allocator/layers.txt); the README's layout table matches.
 layers: $(SO_OBJS)
 	@scripts/test/check-layers.sh $(BUILD)/so
+
+# Every test script stops on a missing helper file (test/system/build_scripts.sh runs it in make test).
+check-scripts:
+	@scripts/test/check-scripts.sh
 
 # Both trees follow .clang-format.
 format:
@@ -131,6 +135,10 @@ test: deps
 test-quick: deps
 	$(MAKE) $(TEST_BUILD_JOBS) test-bins
 	@scripts/test/run-tests.sh --quick
+
+# The Catch2 binaries of make test, which scripts/test/run-tests.sh fails when one is missing.
+print-catch-bins:
+	@printf '%s\n' $(notdir $(filter $(BUILD)/test/unit_% $(BUILD)/test/preload_%,$(TEST_BINS)))
 
 # Everything the tests run, without running them (then TEST_FILTER=... scripts/test/run-tests.sh).
 test-bins: all $(TEST_BINS)

@@ -6,7 +6,9 @@
 # TEST_JOBS tests run at once (default: the CPUs + 1), the longest first: by the seconds each
 # took last time (build/test-logs/durations), else by its slow tag, Catch2 binaries next. One
 # line per test as it ends (wall and CPU seconds); the failures are listed again, in a fixed
-# order, before the last line.
+# order, and the skips (exit 77) by name with their reason, before the last line, which is
+# always exactly "N passed, M failed". A Catch2 binary the Makefile builds for make test
+# (make print-catch-bins) and missing from build/test counts as failed.
 # A script's tags, on a line "# test: TAG ...":
 #   serial     runs alone, after the others: it measures RSS or time, or takes the whole machine
 #   slow[=S]   takes long (about S seconds alone on 2 cores, which orders a first run): not
@@ -37,6 +39,14 @@ tags_of() { # script: the words of its "# test:" line
     sed -nE 's/^# test:(.*)/\1/p' "$1"
 }
 add() { names+=("$1") kinds+=("$2") paths+=("$3") tags+=(" $4 "); }
+# The Catch2 binaries the Makefile builds for make test: one missing is a broken build, a failure.
+missing=()
+mapfile -t expected < <(make -s --no-print-directory print-catch-bins 2>/dev/null)
+[ ${#expected[@]} -gt 0 ] || { echo "run-tests.sh: make print-catch-bins named no Catch2 binary" >&2; exit 2; }
+for bin in "${expected[@]}"; do
+    [[ -n $filter && $bin != *$filter* ]] && continue
+    [ -x "$BUILD/test/$bin" ] || missing+=("$bin")
+done
 for bin in "$BUILD"/test/unit_* "$BUILD"/test/preload_*; do
     [ -x "$bin" ] || continue
     [[ -n $filter && $bin != *$filter* ]] && continue
@@ -101,7 +111,11 @@ run_test() { # index
 }
 
 passed=0 failed=0 skipped=0
-failures=() failed_at=()
+failures=() failed_at=() skips=()
+for bin in "${missing[@]}"; do
+    failed=$((failed + 1)); failures+=("$bin (not built: build/test/$bin is missing)")
+    printf '%-28s FAIL  build/test/%s is missing (the Makefile builds it for make test)\n' "$bin" "$bin"
+done
 report() { # index: one line for the finished test, its log's tail when it failed
     local i=$1 name=${names[$1]} p f rc secs cpu log
     read -r p f rc secs cpu log <"$res_dir/$i" || { p=0 f=1 rc=-1 secs=0 cpu=0 log=-; }
@@ -118,7 +132,8 @@ report() { # index: one line for the finished test, its log's tail when it faile
     fi
     case $rc in
         0)  passed=$((passed + 1)); printf '%-28s PASS  %s\n' "$name" "$t" ;;
-        77) skipped=$((skipped + 1)); printf '%-28s SKIP  %s\n' "$name" "$(tail -1 "$log")" ;;
+        77) skipped=$((skipped + 1)); skip_at[i]="$name: $(tail -1 "$log")"
+            printf '%-28s SKIP  %s\n' "$name" "$(tail -1 "$log")" ;;
         *)  failed=$((failed + 1)); failed_at[i]="$name (log: $log)"
             printf '%-28s FAIL rc=%d %s\n' "$name" "$rc" "$t"; tail -30 "$log" | sed 's/^/    | /' ;;
     esac
@@ -166,6 +181,9 @@ rm -rf "$res_dir"
 for n in "${!last[@]}"; do [ -n "${durations[$n]:-}" ] || durations[$n]=${last[$n]}; done
 for n in "${!durations[@]}"; do echo "$n ${durations[$n]}"; done | sort >"$log_dir/durations"
 
-for i in "${!names[@]}"; do [ -n "${failed_at[i]:-}" ] && failures+=("${failed_at[i]}"); done
-source "$BOBOX_ROOT/scripts/test/summary.sh"
+for i in "${!names[@]}"; do
+    [ -n "${failed_at[i]:-}" ] && failures+=("${failed_at[i]}")
+    [ -n "${skip_at[i]:-}" ] && skips+=("${skip_at[i]}")
+done
+source "$BOBOX_ROOT/scripts/test/summary.sh" || exit 2
 print_summary

@@ -35,7 +35,7 @@ done
 timeout_s=${VM_TIMEOUT:-$([ $suite = quick ] && echo 300 || echo 900)}
 start_s=${VM_START:-120}
 passed=0 failed=0 skipped=0 stress_done=0
-failures=()
+failures=() skips=()
 mkdir -p "$VMDIR"
 
 fail_all() { # reason: nothing could boot
@@ -166,7 +166,7 @@ boot() { # SxNxCxT
     while IFS= read -r line; do
         case $line in
             "VMTEST PASS "*) p=$((p + 1)); echo "  PASS ${line#VMTEST PASS }" ;;
-            "VMTEST SKIP "*) k=$((k + 1)); echo "  SKIP ${line#VMTEST SKIP }" ;;
+            "VMTEST SKIP "*) k=$((k + 1)); echo "  SKIP ${line#VMTEST SKIP }"; skips+=("$topo: ${line#VMTEST SKIP }") ;;
             "VMTEST FAIL "*) f=$((f + 1)); echo "  FAIL ${line#VMTEST FAIL }"; failures+=("$topo: ${line#VMTEST FAIL }") ;;
         esac
     done < <(tr -d '\r' <"$log" 2>/dev/null | grep -a '^VMTEST ')
@@ -185,5 +185,5 @@ boot() { # SxNxCxT
 }
 
 for topo in "${topos[@]}"; do boot "$topo"; done
-source "$ROOT/scripts/test/summary.sh"
+source "$ROOT/scripts/test/summary.sh" || exit 2
 print_summary

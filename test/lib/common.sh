@@ -14,7 +14,21 @@
 #   run_preload OUT ERR CMD...  the same under LD_PRELOAD=$SO; fails when ld.so could not preload
 #   same_output A B WHAT  fail with a diff excerpt unless files A and B are identical
 #   check_loaded_into CMD...    LD_DEBUG proof that libbobox.so is initialised in CMD's process(es)
+#   has_clang_rt NAME     clang's runtime libclang_rt.NAME-x86_64.a is installed (test/hardening.mk
+#                         then builds the sanitizer binaries: their absence is a broken build)
+# Every test sources this file first as `source .../common.sh || exit 1` (scripts/test/check-scripts.sh
+# holds every source line to that), so that a test stops, never passes, when
+#  - a helper file is missing: the `|| exit 1`;
+#  - a variable is unset: set -u;
+#  - a command is not found: bash would go on with status 127; the handler below fails the test.
 set -u
+# Bash runs the handler in the forked child, even inside $(...): it signals the test's own shell.
+command_not_found_handle() {
+    echo "FAIL: $1: command not found" >&2
+    kill -USR2 $$ 2>/dev/null
+    exit 127
+}
+trap 'fail "a command was not found (see above)"' USR2
 : "${BOBOX_ROOT:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 : "${BUILD:=$BOBOX_ROOT/build}"
 SO=$BUILD/libbobox.so
@@ -40,6 +54,10 @@ need_lib() {
             grep -qx "$s" <<<"$syms" || fail "$SO does not export $s: not the bobox allocator"
         done
     fi
+}
+has_clang_rt() {
+    command -v "${CLANG:-clang}" >/dev/null || return 1
+    [ -f "$("${CLANG:-clang}" --print-runtime-dir 2>/dev/null)/libclang_rt.$1-x86_64.a" ]
 }
 need_prog() {
     [ -x "$PROGS/$1" ] || fail "$PROGS/$1 is missing (run 'make $PROGS/$1' or 'make test')"

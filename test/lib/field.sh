@@ -4,7 +4,7 @@
 #                                  and nothing on stderr under the preload that plain did not print
 #   compare_run NAME CMD...    the same under bobox-run (allocator + pinning) against plain
 #   build_c OUT SRC [cc args...]   compile a helper with the project's warnings
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" || exit 1
 FIELD_SRC=$BOBOX_ROOT/test/progs/field
 unset LD_PRELOAD BOBOX_PIN BOBOX_STATS BOBOX_VERBOSE BOBOX_CHECK
 

@@ -1,7 +1,7 @@
 # install.sh - sourced by test/system/install_*.sh. On top of common.sh:
 #   install_into ARGS...   make install with these variables, quietly unless it fails
 #   man_pages              the man pages, relative to MANDIR (man1/bobox-run.1, ...)
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" || exit 1
 # A make of our own, not a part of the make that may run the tests.
 unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES LD_PRELOAD
 install_into() {

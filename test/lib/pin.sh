@@ -3,7 +3,7 @@
 #   ALLOWED, NCPU         the CPUs this process may use, as a list, and how many
 #   plan_cpus, plan_masks what `bobox-run --plan` says
 #   check_pinned, check_unpinned, root_pid, value, in_list: reading pin_threads' lines
-source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh" || exit 1
 FIX=$BOBOX_ROOT/test/fixtures/topo
 unset BOBOX_PIN BOBOX_PIN_SKIP BOBOX_PIN_VERBOSE BOBOX_PIN_DRYRUN BOBOX_FSROOT BOBOX_PIN_ALLOWED \
       BOBOX_PIN_OMP_PLACES OMP_PROC_BIND OMP_PLACES GOMP_CPU_AFFINITY KMP_AFFINITY LD_PRELOAD

@@ -7,6 +7,7 @@
 //   under1     the one byte before the object
 //   read_over  FN reading one byte past the object (memcpy/memmove/mempcpy/strcpy family)
 //   uaf        a copy of 8 bytes into the object after free
+//   read_uaf   a copy of 8 bytes from the object after free (memcpy, memmove, mempcpy)
 //   foreign    a copy past the end of a stack buffer into its neighbour (not ours: passes)
 //   overlap    memcpy onto overlapping bytes of the object, which must act as memmove (the
 //              memcpy@GLIBC_2.2.5 of programs linked before glibc 2.14 was memmove)
@@ -82,6 +83,9 @@ int main(int argc, char **argv) {
     } else if (!strcmp(what, "uaf")) {
         free(p);
         call(fn, HIDE(p), src, 8);
+    } else if (!strcmp(what, "read_uaf")) {
+        free(p);
+        call(fn, out, HIDE(p), 8);
     } else if (!strcmp(what, "foreign")) {
         struct { char a[16], b[16]; } two;
         char *r = call(fn, HIDE((char *)two.a), src, 20);

@@ -11,6 +11,8 @@
 // or a fault). A fault prints which phase it hit on stderr, "at the bad access" when it is
 // the program's own out-of-bounds or freed-memory access, and the process then dies of it.
 #include <alloca.h>
+#include <link.h>
+#include <ucontext.h>
 #include <csetjmp>
 #include <csignal>
 #include <cstddef>
@@ -49,10 +51,36 @@ enum { UNNOTICED = 0, USAGE = 2, HARDENED = 3, NOT_HARDENED = 4 };
 // ---- faults: at the program's own bad access, or anywhere else -----------------------------
 volatile sig_atomic_t in_access = 0;
 
-void on_fatal_fault(int sig) {
+// The executable segments of the preloaded libbobox.so, found before the bad operation: a
+// fault there is inside the allocator (its copy checks run inside a bad memcpy's call), not
+// at the program's access, and must not count as a catch.
+struct Range {
+    uintptr_t lo, hi;
+};
+Range bobox_text[8];
+int bobox_texts = 0;
+int find_bobox(struct dl_phdr_info *info, size_t, void *) {
+    if (!info->dlpi_name || !strstr(info->dlpi_name, "libbobox.so")) return 0;
+    for (int i = 0; i < info->dlpi_phnum && bobox_texts < 8; i++) {
+        const ElfW(Phdr) &ph = info->dlpi_phdr[i];
+        if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+            bobox_text[bobox_texts++] = {info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz};
+    }
+    return 1;
+}
+bool in_bobox(uintptr_t pc) {
+    for (int i = 0; i < bobox_texts; i++)
+        if (pc >= bobox_text[i].lo && pc < bobox_text[i].hi) return true;
+    return false;
+}
+
+void on_fatal_fault(int sig, siginfo_t *, void *context) {
     static const char at[] = "probe_heap: fault at the bad access\n";
     static const char off[] = "probe_heap: fault outside the bad access\n";
-    if (in_access) (void)!write(2, at, sizeof at - 1);
+    static const char lib[] = "probe_heap: fault inside libbobox.so during the bad access\n";
+    uintptr_t pc = (uintptr_t)((ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
+    if (in_access && in_bobox(pc)) (void)!write(2, lib, sizeof lib - 1);
+    else if (in_access) (void)!write(2, at, sizeof at - 1);
     else (void)!write(2, off, sizeof off - 1);
     signal(sig, SIG_DFL); // returning runs the faulting instruction again: the process dies of it
 }
@@ -392,8 +420,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: probe_heap --list | probe_heap KIND[.small|.medium|.large|.huge]\n");
         return USAGE;
     }
+    dl_iterate_phdr(find_bobox, nullptr);
     struct sigaction sa = {};
-    sa.sa_handler = on_fatal_fault;
+    sa.sa_sigaction = on_fatal_fault;
+    sa.sa_flags = SA_SIGINFO;
     sigaction(SIGSEGV, &sa, nullptr);
     sigaction(SIGBUS, &sa, nullptr);
     memset(source, 0x33, sizeof source);

@@ -4,7 +4,7 @@
 # other forms reach the program's two through the C++ runtime, as the standard says, and its
 # counts come out the same as without the preload, also when a preloaded library calls
 # new[] before the allocator has started.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog alloc_cxx_replace
 P=$PROGS/alloc_cxx_replace

@@ -4,7 +4,7 @@
 # that dlopen 24 modules with thread-local storage (growing every thread's DTV past its
 # start-up slack), call into them, hit a dlerror and dlclose them, three times over, run clean
 # and print the same result with the preload, in default and checked mode.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 command -v cc >/dev/null || { echo "no C compiler"; exit 77; }
 SRC=$BOBOX_ROOT/test/progs/dlopen

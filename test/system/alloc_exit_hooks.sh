@@ -3,7 +3,7 @@
 # constructor, pthread-key destructors, OpenMP threads, libc-internal allocations (stdio,
 # regex, qsort, dlopen, locale) and atexit handlers; output identical to the plain run and
 # the preloaded allocator is the one answering.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog alloc_exit_hooks
 P=$PROGS/alloc_exit_hooks

@@ -4,7 +4,7 @@
 # new-handler loop and throws std::bad_alloc (nothrow: NULL); a program replacing only new
 # and delete keeps them paired (alloc_cxx_replace); containers passed between threads give
 # the same output (alloc_containers). Skipped where clang++ cannot link against libc++.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 CLANGXX=$(command -v clang++ || true)
 [ -n "$CLANGXX" ] || { echo "clang++ not installed"; exit 77; }

@@ -5,7 +5,7 @@
 # and templates produces the same object file as without the preload, in the default and in
 # checked mode (where every sized delete is checked against the size allocated), and the
 # program it links prints the same output.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 CLANGXX=$(command -v clang++ || true)
 [ -n "$CLANGXX" ] || { echo "clang++ not installed"; exit 77; }

@@ -3,7 +3,7 @@
 # Real program: build/test/progs/alloc_containers (maps, vectors, strings, shared_ptrs passed
 # between std::threads) prints the same checksum with and without LD_PRELOAD=libbobox.so,
 # and with the preload its std containers are allocated by bobox.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog alloc_containers
 P=$PROGS/alloc_containers

@@ -10,7 +10,7 @@
 # --threads=4 over the work tree and several revisions, archive, fast-export, shortlog,
 # repack -adf --threads=1 (the pack name, a hash of its content, must match), gc --aggressive
 # (the list of objects), fsck --full --strict. All outputs and exit codes must be identical.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 command -v git >/dev/null || { echo "git not installed (scripts/deps.sh installs it)"; exit 77; }
 NFILES=${ALLOC_GIT_FILES:-300}

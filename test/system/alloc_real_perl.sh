@@ -6,7 +6,7 @@
 # ithreads, 4 threads that clone the interpreter and a Thread::Queue pipeline). stdout and
 # stderr with LD_PRELOAD=libbobox.so must be byte-identical to a run without it; the output
 # is built from md5 digests of sorted data, so it depends neither on hash seed nor addresses.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 PERL=/usr/bin/perl
 [ -x "$PERL" ] || PERL=$(command -v perl) || { echo "perl not installed (scripts/deps.sh installs it)"; exit 77; }

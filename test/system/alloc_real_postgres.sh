@@ -11,7 +11,7 @@
 # TPC-B-like transactions from 4 clients must fail none and leave the balances consistent.
 # The server log must report no crash and no bobox message. The server runs as the user
 # `postgres` when the test runs as root (PostgreSQL refuses root).
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 for p in initdb pg_ctl postgres psql pgbench; do

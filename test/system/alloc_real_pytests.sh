@@ -9,7 +9,7 @@
 # A module whose result differs only by a failed assertion is re-run once in both modes (a
 # timing-sensitive test on a loaded machine); a crash, a timeout or a difference that
 # reproduces fails the test, naming the module and test cases.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 PY=/usr/bin/python3
 [ -x "$PY" ] || { echo "/usr/bin/python3 not installed (scripts/deps.sh installs it)"; exit 77; }

@@ -5,7 +5,7 @@
 # with Python's own small-object allocator (default) and with PYTHONMALLOC=malloc (every object
 # through malloc/free/realloc). Then test/progs/alloc_py_fork.py: multiprocessing pools forked
 # while two threads allocate (no deadlock in the children, same digest).
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 command -v python3 >/dev/null || { echo "python3 not installed"; exit 77; }
 SCRIPT=$BOBOX_ROOT/test/progs/alloc_py_threads.py

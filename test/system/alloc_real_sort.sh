@@ -3,7 +3,7 @@
 # Real program: GNU sort of a generated 200 MB file under LD_PRELOAD=libbobox.so gives the same
 # sha256 as without it: whole-line sort, a keyed/numeric sort, and an external sort with a small
 # buffer and 4 threads (temporary files and merges).
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog alloc_gen_lines
 SIZE=${ALLOC_SORT_BYTES:-200000000}

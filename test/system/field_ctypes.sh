@@ -2,7 +2,7 @@
 # Guards against: a crash when libbobox.so is loaded late (ctypes.CDLL into a running python3).
 # What glibc's malloc handed out before stays python's to free; when the static TLS space is
 # used up, the load fails with glibc's message and python goes on.
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib
 PY=/usr/bin/python3   # Debian's, whatever python3 comes first in PATH
 [ -x "$PY" ] || fail "$PY is missing (scripts/deps.sh installs python3)"

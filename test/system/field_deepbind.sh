@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: frees and reallocs across an RTLD_DEEPBIND plugin, which binds glibc's malloc.
 # (PHP loads its extensions so: the host allocates with ours, the plugin with glibc's.)
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib
 need_cmd cc
 build_c "$TMP/deepbind_host" "$FIELD_SRC/deepbind_host.c" -ldl

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Guards against: fakeroot (its preload and faked daemon) breaking beside our preload.
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_work; need_cmd fakeroot
 script='cd "$1" && id -u && touch file && chown 1234:5678 file && stat -c "%u:%g" file && rm file && "$2" 4'
 mkdir "$TMP/plain" "$TMP/bobox"

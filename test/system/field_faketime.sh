@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: libfaketime's interposed clock_gettime recursing through our clock reads.
 # (Its set-up allocates; our malloc reads the clock through it; the stack overflows.)
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_work; need_cmd faketime
 # Both orders: faketime adds its library after ours, and ours after it.
 FT=(faketime -f '2020-01-01 00:00:00')

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: silent corruption when free()/realloc() get a pointer from glibc's own malloc.
 # We abort with a message naming the call and the pointer (docs/limits.md says why).
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_foreign_free
 prog=$PROGS/field_foreign_free
 for mode in free realloc glibc libc; do run_plain "$TMP/$mode.plain.out" "$TMP/$mode.plain.err" "$prog" "$mode"; done

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Guards against: heaptrack (a malloc interposer forwarding to ours) losing calls or crashing.
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_work; need_cmd heaptrack heaptrack_print
 mkdir "$TMP/data"
 run_plain "$TMP/plain.out" "$TMP/plain.err" heaptrack -o "$TMP/data/plain" "$PROGS/field_work" 4

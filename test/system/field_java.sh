@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: javac/java crashing, hanging or computing differently under the preload or bobox-run.
 # (The JVM's GC and JIT threads start before main and take the first CPUs under bobox-run.)
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_cmd java javac
 src=$FIELD_SRC/Field.java
 mkdir -p "$TMP/plain" "$TMP/bobox" "$TMP/run"

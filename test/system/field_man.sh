@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: man-db failing under the preload while its seccomp sandbox refuses our calls.
 # (Its filter answers mbind, getcpu, get_mempolicy with an error.)
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_cmd man
 export MANWIDTH=80 MANPAGER=cat PAGER=cat
 unset MAN_DISABLE_SECCOMP

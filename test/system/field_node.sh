@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: node (V8, worker threads, libuv's pool) failing under the preload or bobox-run.
 # Debian's /usr/bin/node, whatever comes first in PATH.
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib
 NODE=/usr/bin/node
 [ -x "$NODE" ] || fail "$NODE is missing (scripts/deps.sh installs nodejs)"

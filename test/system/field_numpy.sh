@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: python3 with numpy failing or computing differently under the preload or bobox-run.
 # (C extensions, BLAS, 64-byte aligned buffers.)
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib
 PY=/usr/bin/python3   # Debian's, with python3-numpy
 [ -x "$PY" ] || fail "$PY is missing (scripts/deps.sh installs python3)"

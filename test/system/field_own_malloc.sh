@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: breaking a program that brings its own malloc family (a static allocator).
 # Its allocator must keep serving everything, libc and threads included; ours is unused.
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_own_malloc
 compare_preload own_malloc "$PROGS/field_own_malloc"
 grep -qx "own malloc served: yes" "$TMP/own_malloc.bobox.out" || fail "the program's malloc was not used"

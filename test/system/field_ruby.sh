@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Guards against: ruby (own heap pages, GC, threads) failing under the preload or bobox-run.
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_cmd ruby
 code='
 h = {}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Guards against: failures or messages when mbind, get_mempolicy, getcpu, getrandom get EPERM.
 # (Containers without CAP_SYS_NICE; the program must run as usual and we print nothing.)
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_work; need_cmd cc
 [ -e /usr/include/seccomp.h ] || fail "seccomp.h is missing (scripts/deps.sh installs libseccomp-dev)"
 build_c "$TMP/seccomp_run" "$FIELD_SRC/seccomp_run.c" -lseccomp

@@ -2,7 +2,7 @@
 # Guards against: a sandbox killing the program because we make mbind/getcpu/get_mempolicy.
 # We must make none where the program alone makes none (one NUMA node, no setting asking).
 # (man-db, systemd's SystemCallFilter= and hand-written filters kill on unexpected calls.)
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_work; need_cmd cc
 [ -e /usr/include/seccomp.h ] || fail "seccomp.h is missing (scripts/deps.sh installs libseccomp-dev)"
 build_c "$TMP/seccomp_run" "$FIELD_SRC/seccomp_run.c" -lseccomp

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Guards against: LD_AUDIT (sotruss) together with our LD_PRELOAD crashing or losing bindings.
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_work; need_cmd sotruss
 run_plain "$TMP/plain.out" "$TMP/plain.err" sotruss -f -o "$TMP/plain.trace" -- "$PROGS/field_work" 4
 run_preload "$TMP/bobox.out" "$TMP/bobox.err" sotruss -f -o "$TMP/bobox.trace" -- "$PROGS/field_work" 4

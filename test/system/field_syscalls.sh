@@ -2,7 +2,7 @@
 # Guards against: a system call we make that docs/syscalls.md does not list, or an unusual one at start-up.
 # test: serial
 # (serial: under load pthread_join may wait in futex in one of the two runs only)
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_cmd strace cc
 DOC=$BOBOX_ROOT/docs/syscalls.md
 [ -f "$DOC" ] || fail "$DOC is missing"

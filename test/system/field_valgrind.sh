@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Guards against: Valgrind (which replaces malloc itself) crashing or missing allocations beside us.
-source "$(dirname "$0")/../lib/field.sh"
+source "$(dirname "$0")/../lib/field.sh" || exit 1
 need_lib; need_prog field_work; need_cmd valgrind
 VG=(valgrind --error-exitcode=9 --log-file="$TMP/vg.%q{VGRUN}.log")
 VGRUN=plain run_plain "$TMP/plain.out" "$TMP/plain.err" "${VG[@]}" "$PROGS/field_work" 2

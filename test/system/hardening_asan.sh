@@ -2,11 +2,13 @@
 # test: slow=50
 # The unit, API and stress tests against the allocator built with clang
 # -fsanitize=address,undefined (build/asan/, `make asan`): no ASan or UBSan report, all pass.
-set -uo pipefail
-BUILD=${BUILD:-build}
+source "$(dirname "$0")/../lib/common.sh" || exit 1
+set -o pipefail
 bins=("$BUILD/asan/unit_alloc" "$BUILD/asan/unit_api" "$BUILD/asan/unit_stress")
 for b in "${bins[@]}"; do
-    if [ ! -x "$b" ]; then echo "skipped: $b not built (needs clang; make asan-bins)"; exit 77; fi
+    [ -x "$b" ] && continue
+    has_clang_rt asan && fail "$b not built although clang's ASan runtime is installed (make asan-bins)"
+    skip "$b not built: no clang with its ASan runtime (scripts/deps.sh installs them)"
 done
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:detect_stack_use_after_return=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -8,7 +8,7 @@
 #   hardening_checked_stress.sh  the stress tests, checked
 # (no false alarm: canaries survive every legitimate use). The other two run this script
 # with "api" or "stress"; "all" runs the three parts one after another.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 part=${1:-cases}
 case $part in cases|api|stress|all) ;; *) fail "unknown part '$part' (cases, api, stress, all)" ;; esac
 need_lib

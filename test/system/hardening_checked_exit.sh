@@ -3,8 +3,9 @@
 # operation, never frees the object, and returns from main (as the public allocator test
 # suites write their probes). Under BOBOX_CHECK=1 each bad kind must stop the process, with
 # bobox's message (SIGABRT) or at the bad access itself (SIGSEGV: memory with no access);
-# the clean kinds must exit 0 with nothing on stderr, in checked mode and by default.
-source "$(dirname "$0")/../progs/alloc_sys_common.sh"
+# the clean kinds must exit 0 with nothing on stderr, in checked mode and by default. The
+# default mode's own check at exit must stop a write after free into a small object's link.
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog probe_checked_exit
 P=$PROGS/probe_checked_exit
@@ -56,6 +57,24 @@ done
 for size in small medium; do
     expect check_heap_uaf.$size abort "bobox: write after free: object"
 done
+
+note "the default mode's check at exit (tools/exitcheck.c): the exiting thread's next free objects and their links"
+# expect_default KIND: without BOBOX_CHECK, a write after free into the object freed last of
+# a small size stops the process at exit with the link's report.
+expect_default() {
+    local kind=$1 rc
+    { env -u BOBOX_CHECK LD_PRELOAD=$SO timeout --kill-after=5 60 "$P" "$kind" >"$TMP/out" 2>"$TMP/err"; } 2>/dev/null
+    rc=$?
+    if [ $rc -ne 134 ] || ! grep -qE '^bobox: exit\(\): corrupted free list at 0x[0-9a-f]+ \(block 0x[0-9a-f]+\): the free object there was written after it was freed' "$TMP/err"; then
+        echo "FAIL $kind (default mode): exit status $rc, expected the check at exit (134); stderr: $(head -c 300 "$TMP/err")"
+        failures=$((failures + 1))
+    else
+        echo "ok   $kind (default mode): abort at exit $(head -c 160 "$TMP/err" | tr '\n' ' ')"
+    fi
+}
+expect_default uaf.small
+expect_default uaf_zero.small   # a zero over the link is caught too
+expect_default uaf_atexit.small # written in an atexit handler: the check runs after them
 
 note "no bug: no report"
 for check in 1 0; do

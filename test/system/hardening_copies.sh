@@ -2,15 +2,17 @@
 # Bounds-checked copies: test/progs/probe_copies calls one of the ten interposed functions
 # (memcpy, memmove, mempcpy, memset, strcpy, stpcpy, strncpy, stpncpy, strcat, strncat) on a
 # heap object. With BOBOX_CHECK=copies (bounds: the object's slot, as malloc_usable_size
-# reports it) and BOBOX_CHECK=1 (the size asked for), a copy one byte past the end (written or
-# read), one starting a byte before a 1 MB object (its header page) or a checked 24 B object,
-# and one into a freed object must abort with the message naming the function, the object's
-# address and the overrun; a copy of exactly the object's bytes and one between two stack
-# buffers must return the function's result. Without BOBOX_CHECK the copy passes unchecked
-# (the functions are glibc's behind one flag test); the check at exit reports a free
-# neighbour it wrote over. memcpy onto overlapping bytes acts
-# as memmove. A bad BOBOX_CHECK is reported once.
-source "$(dirname "$0")/../lib/common.sh"
+# reports it, named "U usable bytes") and BOBOX_CHECK=1 (the size asked for, named "size 24"),
+# a copy one byte past the end (written or read), one starting a byte before a 1 MB object (its
+# header page) or a checked 24 B object, one into a freed object and one from a freed object
+# must abort with the message naming the function, the object's address and the overrun, in
+# that mode's words; a copy of exactly the object's bytes and one between two stack buffers
+# must return the function's result. Without BOBOX_CHECK the copies pass unchecked (the
+# functions are glibc's behind one flag test): the same cases return, but for the two that
+# write over a free object, which the default mode's check at exit reports
+# (allocator/tools/exitcheck.c). memcpy onto overlapping bytes acts as memmove. A bad
+# BOBOX_CHECK is reported once.
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog probe_copies
 P=$PROGS/probe_copies
@@ -35,22 +37,35 @@ expect_abort() {
     [ $rc = 134 ] || { bad "$fn $case $size (BOBOX_CHECK=$mode): exit $rc, not SIGABRT: $(head -c 300 "$TMP/err")"; return; }
     grep -qE "^bobox: $fn\(\): $re" "$TMP/err" || bad "$fn $case $size (BOBOX_CHECK=$mode): stderr lacks '$fn(): $re': $(head -c 300 "$TMP/err")"
 }
+# expect_abort_at_exit FN CASE SIZE: without BOBOX_CHECK, the call returns and the default
+# mode's check at exit finds the freed object's link overwritten.
+expect_abort_at_exit() {
+    local fn=$1 case=$2 size=$3 rc
+    run 0 "$fn" "$case" "$size"; rc=$?
+    checked=$((checked + 1))
+    [ $rc = 134 ] && grep -qE "^bobox: exit\(\): corrupted free list at $obj \(block 0x[0-9a-f]+\): the free object there was written after it was freed" "$TMP/err" ||
+        bad "$fn $case $size (no BOBOX_CHECK): exit $rc, not the check at exit on $obj: $(head -c 300 "$TMP/err")"
+}
 expect_ok() {
     local mode=$1 fn=$2 case=$3 rc
-    run "$mode" "$fn" "$case"; rc=$?
+    run "$mode" "$fn" "$case" ${4:+"$4"}; rc=$?
     checked=$((checked + 1))
     [ $rc = 0 ] && [ ! -s "$TMP/err" ] || bad "$fn $case (BOBOX_CHECK=$mode): exit $rc: $(head -c 300 "$TMP/err")"
 }
 
+# The bounds each mode names: the slot (copies) or the size asked for (checked).
+bound() { if [ "$1" = copies ]; then echo 'U usable bytes'; else echo 'size 24'; fi; }
 for fn in $FUNCS; do
     for mode in copies 1; do
         expect_ok $mode $fn ok
         expect_ok $mode $fn foreign
         # One byte past the end: the slot's in the default mode, the 24 bytes asked for in checked mode.
-        expect_abort $mode $fn over 24 "heap overflow: writing [0-9]+ bytes at @ runs 1 byte past the end of @ \\((size 24|U usable bytes)"
+        expect_abort $mode $fn over 24 "heap overflow: writing [0-9]+ bytes at @ runs 1 byte past the end of @ \\($(bound $mode)\\)"
         [ $fn = memset ] ||
-            expect_abort $mode $fn read_over 24 "heap overflow: reading [0-9]+ bytes at @ runs [0-9]+ bytes? past the end of @ \\((size 24|U usable bytes)"
+            expect_abort $mode $fn read_over 24 "heap overflow: reading [0-9]+ bytes at @ runs [0-9]+ bytes? past the end of @ \\($(bound $mode)\\)"
         expect_abort $mode $fn uaf 24 "write after free: writing 8 bytes at @, in object @, which is free"
+        [[ $fn == mem* && $fn != memset ]] &&
+            expect_abort $mode $fn read_uaf 24 "read after free: reading 8 bytes at @, in object @, which is free"
         # Two bytes from one before a 1 MB object: its header page.
         expect_abort $mode $fn under 1048576 "heap underflow: writing 2 bytes at 0x[0-9a-f]+ starts 1 byte before the start of @ \\(size 1048576\\)"
         # The byte before it alone: the end of its header page, in the 64 KB chunk before
@@ -59,10 +74,19 @@ for fn in $FUNCS; do
     done
     # Checked mode: a byte before a small object is its front canary.
     expect_abort 1 $fn under 24 "heap underflow: writing 2 bytes at 0x[0-9a-f]+ starts 1 byte before the start of @ \\(size 24\\)"
-    # Off: glibc's functions, unchecked: the copy returns. The byte past the end lands on the
-    # next slot: when that is a free object (in the front cache), the check at exit reports it.
+    # Off: glibc's functions, unchecked: every copy returns, and nothing is said.
     expect_ok 0 $fn ok
+    expect_ok 0 $fn foreign
+    [ $fn = memset ] || expect_ok 0 $fn read_over 24
+    [[ $fn == mem* && $fn != memset ]] && expect_ok 0 $fn read_uaf 24
+    expect_ok 0 $fn under 1048576
+    expect_ok 0 $fn under1 1048576
+    # A write into a freed 24 B object overwrites its link: the check at exit reports it.
+    expect_abort_at_exit $fn uaf 24
+    # The byte past the end lands on the next slot: when that is a free object (in the front
+    # cache), the check at exit reports it.
     run 0 $fn over 24; rc=$?
+    checked=$((checked + 1))
     if [ $rc = 0 ]; then
         [ ! -s "$TMP/err" ] || bad "$fn over (no BOBOX_CHECK): a message: $(head -c 300 "$TMP/err")"
     elif [ $rc != 134 ] || ! grep -q "^bobox: exit(): corrupted free list at " "$TMP/err"; then

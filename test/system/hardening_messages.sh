@@ -6,7 +6,7 @@
 # pointer), delete[] of memory from new. The default mode lets the last two pass, as the table
 # says. Checked mode fills new memory with 0xbe (calloc: zero) and freed memory with 0xdf; a
 # freed large object has no access while it waits in the quarantine.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog hard_messages
 README=$BOBOX_ROOT/README.md

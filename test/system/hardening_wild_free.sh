@@ -3,7 +3,7 @@
 # (headers, cached and unformatted blocks, freed objects) each abort with bobox's message,
 # from the owning thread and from another, by default and in checked mode. Guards against a
 # free that takes a header or old contents for a block and writes through them.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog hard_wild_free
 for mode in 0 1; do

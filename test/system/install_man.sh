@@ -5,7 +5,7 @@
 # settings tables word for word, its safety table and pinning section; bobox-run(1) every
 # option of `bobox-run --help`; each bobox_ function of include/bobox.h has a page with its
 # prototype.
-source "$(dirname "$0")/../lib/install.sh"
+source "$(dirname "$0")/../lib/install.sh" || exit 1
 need_cmd man
 need_cmd python3
 mandir=$TMP/dest/usr/local/share/man

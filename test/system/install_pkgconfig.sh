@@ -4,7 +4,7 @@
 # -lbobox (libbobox.so) makes the program's malloc, libc's internal calls and C++ new bobox's;
 # the archive named by bobox.pc's `archive` variable gives only the bobox_ names, beside glibc's
 # malloc. The installed bobox-run preloads the installed libraries.
-source "$(dirname "$0")/../lib/install.sh"
+source "$(dirname "$0")/../lib/install.sh" || exit 1
 need_cmd pkg-config
 prefix=$TMP/prefix
 install_into PREFIX="$prefix"

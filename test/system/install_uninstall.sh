@@ -4,7 +4,7 @@
 # bobox.pc, every man page); a second install over it changes nothing; make uninstall with the
 # same variables removes exactly those and leaves files of others in the same directories;
 # without them the staging tree is empty again. MANDIR moves the man pages.
-source "$(dirname "$0")/../lib/install.sh"
+source "$(dirname "$0")/../lib/install.sh" || exit 1
 need_cmd python3
 dest=$TMP/dest
 listing() { (cd "$dest" && find . \( -type f -o -type l \) | sort); }

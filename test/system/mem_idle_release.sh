@@ -6,7 +6,7 @@
 # most 3% of the 1.8 GB peak stays resident (30-43 MB measured: the idle thread's bins keep
 # blocks in two to four 10 MB superblocks); the reclaimer thread does it, also in a forked
 # child; it blocks every signal a program can handle; a small program never gets one.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog mem_idle
 need_prog alloc_gen_lines

@@ -6,7 +6,7 @@
 # refuses them with exit 2. Where pages actually land is checked on several nodes by
 # vm_numa (test/vm/vm_numa.c). Also bobox-run --profile: the profile appears and google-pprof
 # reads it and names the function that leaked. About 2 seconds.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog mem_policy
 RUN=$BUILD/bobox-run

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Allocator settings: BOBOX_STATS and BOBOX_VERBOSE report what they promise; a bad value is
 # reported once on stderr and the default is used; the program's output is unchanged.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 set -eo pipefail
 LIB=$SO
 run() { env "$@" LD_PRELOAD=$LIB sh -c 'seq 1 20000 | sort -n | tail -1' ; }

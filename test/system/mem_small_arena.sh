@@ -5,7 +5,7 @@
 # address-space limit; shrunk when the program sets one itself; absent under one (ulimit -v),
 # where every free takes the two-level map: small objects, and the whole API suite (invalid
 # and double frees included), still behave.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog mem_small_arena
 need "$BUILD/test/preload_api"

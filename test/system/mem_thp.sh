@@ -5,7 +5,7 @@
 #   never:  every mapping MADV_NOHUGEPAGE     always: every mapping MADV_HUGEPAGE, and backed
 #   system: no advice                          by huge pages when the kernel has them
 # A bad value is reported once and auto is used. Skipped on kernels without THP.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 set -eo pipefail
 LIB=$SO PROG=$PROGS/mem_thp
 THP=/sys/kernel/mm/transparent_hugepage/enabled

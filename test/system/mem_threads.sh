@@ -5,8 +5,7 @@
 # at most 1.15x that in RSS and map at most 2x RSS, and it goes back within a few decay delays
 # once they end; freed blocks of superblocks still in use give their pages back on a trim
 # (test/progs/mem_threads.c). About 5 s.
-set -euo pipefail
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog mem_threads
 BOBOX_DECAY_MS=300 LD_PRELOAD=$SO "$PROGS/mem_threads" threads 300 || fail "many threads: mem_threads exited with $?"

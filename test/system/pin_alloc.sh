@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The shim together with libbobox.so, in either preload order and through bobox-run: threads
 # are pinned before their first malloc (the node contract with the allocator).
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads" "$PROGS/pin_cxx"
-[ -e "$BUILD/libbobox.so" ] || skip "libbobox.so is not built"
+need_lib   # built by make test with the rest: missing is a broken build, not a skip
 ALLOC=$BUILD/libbobox.so
 n=$((2 * NCPU + 1))
 want=$(plan_masks $((n + 1)))

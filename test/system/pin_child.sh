@@ -4,7 +4,7 @@
 # (which waits for it), its other threads the places with the fewest threads of the whole tree
 # (pin_tree.sh); a mask narrowed on the way (taskset under the preload) stands; the verbose
 # banner appears once per process tree.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 [ "$NCPU" -ge 2 ] || skip "needs 2 CPUs"
 P=$PROGS/pin_threads

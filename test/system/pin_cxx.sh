@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # C++ std::thread under the preload: thread k on CPU k of the plan, and of the order computed
 # from /sys here.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_cxx"
 n=$((2 * NCPU + 1))
 want=$(plan_masks $((n + 1)))

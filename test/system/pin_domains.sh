@@ -3,7 +3,7 @@
 # domains with their CPUs in index order; --pin=DOMAIN:INDICES, OpenMP place names and --cores=p
 # shape the plan, and the shim applies the same order (dry run) and binds threads to whole
 # places (on this machine); bad values are refused with a clear message.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 P=$PROGS/pin_threads
 

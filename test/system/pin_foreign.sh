@@ -2,7 +2,7 @@
 # Robustness: a library constructor that creates a thread before the shim's constructor runs
 # (lazy init inside the pthread_create wrapper), and a foreign malloc that starts a thread
 # from its first call. Builds two small libraries from test/pin/src with the C compiler.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 CC=${CC:-cc}
 command -v "$CC" >/dev/null || skip "no C compiler ($CC) to build the helper libraries"

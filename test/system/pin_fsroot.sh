@@ -2,7 +2,7 @@
 # The shim reading a saved tree (BOBOX_FSROOT): the dry-run report follows the fixture's plan
 # with its core ids, packages and nodes; binding CPUs this machine lacks is reported once and
 # the program runs on.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 P=$PROGS/pin_threads
 

@@ -2,7 +2,7 @@
 # OpenMP (libgomp) under the preload: OpenMP thread k on CPU k of the plan. With OMP_PROC_BIND
 # set, the runtime's choice stands and the shim pins nothing. bobox-run sets OMP_PLACES to the
 # plan, and OpenMP binds its team to it.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_omp"
 n=$((2 * NCPU + 1))
 

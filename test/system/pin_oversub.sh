@@ -4,7 +4,7 @@
 # one node), read back with sched_getaffinity from inside each thread, while the first NCPU keep
 # one CPU each; --verbose says so once; --plan shows it on the fixtures (the node; the node
 # inside a package; the package when the node has one listed CPU). Under a second.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_mask"
 [ "$NCPU" -ge 2 ] || skip "one CPU: nothing to bind wider"
 n=$((NCPU + 4))   # the main thread and n threads

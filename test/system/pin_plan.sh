@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bobox-run --plan N on every fixture (BOBOX_FSROOT): scatter and compact for N and 2N threads;
 # --help, bad options.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 
 seq_list() { seq -s ' ' "$1" "$2"; }
 zip() { local -a a=($1) b=($2); local i; for i in "${!a[@]}"; do printf '%s %s ' "${a[$i]}" "${b[$i]}"; done; }

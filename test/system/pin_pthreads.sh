@@ -2,7 +2,7 @@
 # C pthreads under LD_PRELOAD=libbobox-pin.so: each thread on CPU k of the plan, wrapping around,
 # already there when its start routine begins; scatter, compact, a list, and a narrowed set.
 # The order is bobox-run --plan's, and one round of it the order computed from /sys here.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 n=$((2 * NCPU + 1))   # more threads than CPUs: the order wraps
 

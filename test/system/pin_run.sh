@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bobox-run: the environment it sets, LD_PRELOAD kept and not repeated, exit codes, the
 # installed layout (../lib), and a program actually pinned through it.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 pin=$(realpath "$PIN")
 

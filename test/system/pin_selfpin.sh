@@ -2,7 +2,7 @@
 # A thread that the program pins (itself, through its attribute, or from another thread right
 # after pthread_create) keeps the program's choice. A thread created with an affinity
 # attribute takes no place of the order: the next thread gets the CPU it would have had.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 [ "$NCPU" -ge 2 ] || skip "needs 2 CPUs"
 P=$PROGS/pin_threads

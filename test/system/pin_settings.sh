@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The settings: a bad value gives one message and no pinning but the program runs; DRYRUN binds
 # nothing; the verbose line's exact format; BOBOX_PIN_SKIP; BOBOX_PIN=none.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 P=$PROGS/pin_threads
 

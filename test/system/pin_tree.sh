@@ -9,7 +9,7 @@
 # signal is reclaimed by the survivors; an exec'd process reuses the tree's order rather than
 # reading the topology; a tree's file in /dev/shm goes with its last process, or, after a
 # kill, with the next tree started.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_procs"
 [ "$NCPU" -ge 2 ] || skip "one CPU: every process runs on it"
 P=$PROGS/pin_procs

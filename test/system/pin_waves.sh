@@ -3,7 +3,7 @@
 # a place of the order left by a thread that exited goes to the next new thread, so every
 # wave runs where the plan puts the first one; by creation order alone, waves of three on two
 # CPUs would alternate between two threads per CPU and three on one.
-source "$(dirname "$0")/../lib/pin.sh"
+source "$(dirname "$0")/../lib/pin.sh" || exit 1
 need "$PROGS/pin_threads"
 [ "$NCPU" -ge 2 ] || skip "one CPU: every order is the same"
 w=$((NCPU + 1))   # a wave wraps around the order, and does not divide it evenly

@@ -7,7 +7,7 @@
 # exactly what they print without the preload. Each leaves a profile google-pprof reads.
 # About 25 seconds. Not the API suite: some of its cases assert where an object is placed,
 # which a sampled object, served as a large mapping, changes.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog alloc_containers
 command -v google-pprof >/dev/null || fail "google-pprof missing (scripts/deps.sh installs google-perftools)"

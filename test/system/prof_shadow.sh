@@ -5,7 +5,7 @@
 # 4 KB (most mallocs of 4 KB and more are sampled); every object not sampled must land at the
 # same offset in both runs. Before the fix, a shadow malloc that crossed the next countdown took
 # the bin's next chain with objects left on the top one, and the sequences parted. About 1 second.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog prof_shadow
 P=$PROGS/prof_shadow

@@ -8,7 +8,7 @@
 # bobox_prof_dump writes where it is asked, a dump signal and peak dumps leave numbered
 # profiles, the folded stacks add up, bad settings are reported once, and the program's
 # output is unchanged. About 2 seconds.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog prof_sites
 command -v google-pprof >/dev/null || fail "google-pprof missing (scripts/deps.sh installs google-perftools)"

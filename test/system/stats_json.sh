@@ -4,7 +4,7 @@
 # keeps live (393,216 objects of 64 B, 12,582 of 1000 B, 6,144 leaked of 512 B); the profiler's state shows in it;
 # bobox_stats_json(fd) gives it on demand and reports a bad descriptor; bobox_prof_dump says
 # ENOTSUP with profiling off; BOBOX_STATS=1 stays text. About 3 seconds.
-source "$(dirname "$0")/../lib/common.sh"
+source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog prof_sites
 PY=/usr/bin/python3

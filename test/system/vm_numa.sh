@@ -5,6 +5,5 @@
 # kernel's topology, bobox-run --plan against the shim, and the NUMA node of small, medium and
 # large objects (move_pages). A missing QEMU or a failed boot fails. `make test-vm` runs all.
 # Serial: the emulated guest's 8 CPUs take the whole machine.
-set -u
-root=${BOBOX_ROOT:-$(cd "$(dirname "$0")/../.." && pwd)}
-exec "$root/scripts/test/test-vm.sh" --quick 2x2x2x2
+source "$(dirname "$0")/../lib/common.sh" || exit 1
+exec "$BOBOX_ROOT/scripts/test/test-vm.sh" --quick 2x2x2x2

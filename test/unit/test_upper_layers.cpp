@@ -27,8 +27,8 @@ TEST_CASE("a heap hands out distinct objects of its own blocks and gives every b
     }
 }
 
-TEST_CASE("a bin's front cache hands back the objects freed last, spills its older half, and empties when idle or "
-          "released",
+TEST_CASE("a bin's front cache carves fresh slots, hands back the objects freed last, sends frees past its capacity "
+          "to their blocks, turns off after a batch, and empties when idle or released",
           "[heap][front]") {
     for (size_t size : {16, 256, 1008, 4096, 16352}) {
         INFO(size << " B");

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "bobox.h"
 #include "core/core.h"
@@ -178,6 +180,23 @@ const char *probe_tick(void) {
     return NULL;
 }
 
+/* Pages of [lo, hi) wholly outside [skip_lo, skip_hi) that were written: present and mapped
+ * by this process alone (/proc/self/pagemap bits 63 and 56). A page only read is the shared
+ * zero page, not exclusive; a fresh heap's bins and keeps are that until written. */
+static unsigned written_pages_outside(const void *lo, const void *hi, const void *skip_lo, const void *skip_hi) {
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), n = 0;
+    FILE *f = fopen("/proc/self/pagemap", "rb");
+    if (!f) return ~0u;
+    for (uintptr_t p = ((uintptr_t)lo + ps - 1) & ~(ps - 1); p + ps <= (uintptr_t)hi; p += ps) {
+        if (p < (uintptr_t)skip_hi && p + ps > (uintptr_t)skip_lo) continue;
+        uint64_t e = 0;
+        if (fseek(f, (long)(p / ps * 8), SEEK_SET) != 0 || fread(&e, 8, 1, f) != 1) { n = ~0u; break; }
+        if ((e >> 63 & 1) && (e >> 56 & 1)) n++;
+    }
+    fclose(f);
+    return (unsigned)n;
+}
+
 /* The front cache of one bin of a fresh heap: fresh slots carved into it, LIFO hand-back, a
  * batch turning it off, counts, the tick of an idle bin, a corrupted entry, the release. */
 const char *probe_front(size_t size) {
@@ -191,6 +210,13 @@ const char *probe_front(size_t size) {
      * the array, handed out in address order: those that start on the first one's page. */
     CHECK((objs[0] = bx_heap_alloc(h, size)) != NULL, "allocation 0 failed");
     CHECK(bx_bin_formatted(b), "the first allocation left its bin unformatted");
+    /* Formatted at first allocation means written then: the first malloc of one size wrote
+     * no page of the other bins and keeps (their 40 KB stay zero pages). */
+    unsigned idx = bx_small_bin(size), other;
+    other = written_pages_outside(h->small, h->small + BX_SMALL_BINS, b, b + 1);
+    CHECK(other == 0, "%u pages of other bins written by one size's first malloc", other);
+    other = written_pages_outside(h->keep, h->keep + BX_SMALL_BINS, &h->keep[idx], &h->keep[idx + 1]);
+    CHECK(other == 0, "%u pages of other bins' keeps written by one size's first malloc", other);
     uint32_t cap = (uint32_t)b->front.cap, n = cap + BX_FRONT_BATCH;
     CHECK(cap >= 2 && cap <= BX_FRONT_SLOTS, "capacity %u", cap);
     uintptr_t page = (uintptr_t)objs[0] & ~(uintptr_t)4095;
