@@ -75,11 +75,12 @@ void bx_free_resolved(bx_lookup_t *r) {
     switch (r->tag) {
     case BX_TAG_SMALL: {
         bx_heap_t *owner = r->block->heap;
+        /* Counted first: the heap a thread gets once busy may be the owner (adopted). */
+        if (!h) h = bx_thread_count_op();
         if (owner == h) {
             bx_heap_free_small(h, r->block, r->object);
             break;
         }
-        if (!h) h = bx_thread_count_op(); /* a heap of its own once the thread is busy */
         if (!h && bx_thread_lock_shared(owner, true)) { /* a thread without a heap: as the owner */
             bx_heap_free_small(owner, r->block, r->object);
             bx_thread_unlock_shared(owner);
@@ -93,12 +94,12 @@ void bx_free_resolved(bx_lookup_t *r) {
     }
     case BX_TAG_MEDIUM: {
         bx_heap_t *owner = r->sb->heap;
+        if (!h) h = bx_thread_count_op();
         if (!bx_sb_take_live(r->sb, r->index, owner == h)) bx_fatal("free(): double free", r->object);
         if (owner == h) {
             bx_heap_free_medium(h, r->sb, r->index);
             break;
         }
-        if (!h) h = bx_thread_count_op();
         if (!h && bx_thread_lock_shared(owner, true)) {
             bx_heap_free_medium(owner, r->sb, r->index);
             bx_thread_unlock_shared(owner);

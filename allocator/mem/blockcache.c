@@ -134,12 +134,13 @@ static void flush(bx_blockcache_t *bc) {
         char *block = pop_head(bc);
         bx_superblock_t *sb = cached_sb(block);
         sb->cached--;
+        /* A block going back to a superblock that stays in use gives back its pages, all but
+         * the one that will hold its link on the superblock's free list: a flush is the decay
+         * of an idle cache, a thread's exit or a trim, and the superblock may stay in use long
+         * after (one object of a thread that ended keeps it). One that empties goes to its
+         * node, which may hand it to another thread at once: decided before, not read after. */
+        if (sb->used > 1) bx_os_purge(block + 2 * sizeof(void *), bc->alloc.block_size - 2 * sizeof(void *));
         bx_blockalloc_free(&bc->alloc, sb, block);
-        /* A block left in a superblock still in use gives back its pages, all but the one
-         * that holds its link on the superblock's free list: a flush is the decay of an idle
-         * cache, a thread's exit or a trim, and the superblock may stay in use long after
-         * (one object of a thread that ended keeps it). An emptied one went to its node. */
-        if (sb->owner == &bc->alloc) bx_os_purge(block + 2 * sizeof(void *), bc->alloc.block_size - 2 * sizeof(void *));
     }
     bc->count = bc->represented = 0;
     bc->last_given = NULL;

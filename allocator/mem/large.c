@@ -88,9 +88,13 @@ static bx_large_t *from_cache(size_t need, int node) {
  * the kernel with its pages. NULL if it cannot grow (it is then unmapped). */
 static bx_large_t *refit(bx_large_t *l, size_t need) {
     if (need <= l->map_size) { /* from_cache takes none above 8x need */
-        /* More than a quarter too large: the tail goes back (its pages may be resident from
-         * the mapping's last use, and it counts against a limit on address space). */
-        if (l->map_size - need > need / 4 && bx_os_remap(l->base, l->map_size, need, false)) l->map_size = need;
+        /* Under a limit on address space, a tail more than a quarter of the request goes back:
+         * it would count against the limit for as long as the object lives. Without one it
+         * stays: a later, larger request finds its pages resident (bigbuf: trimming took 2-3x
+         * the time, memory-policy.md). */
+        if (l->map_size - need > need / 4 && bx_os_address_space_limited() &&
+            bx_os_remap(l->base, l->map_size, need, false))
+            l->map_size = need;
         return l;
     }
     char *base = bx_os_remap(l->base, l->map_size, need, true);

@@ -2,7 +2,7 @@
 """Turns a bench.sh CSV into tables (stdout and results/README.md) and the plot.
 
 Usage: bench-report.py --csv FILE --meta FILE [--fastpath FILE] [--readme FILE]
-                       [--plot FILE.png] [--stdout]
+                       [--plot FILE.png] [--rss DIR] [--memory-plot FILE.png] [--stdout]
 Medians over the successful repetitions; ratios are median/median (lower is better for
 time and memory); geometric means over the workloads where both sides have a number."""
 import argparse
@@ -67,6 +67,13 @@ def load(path):
                 except ValueError:
                     pass
             add_time_per_work(d, w, r)
+            for kv in (r.get("memory") or "").split(";"):  # the memory shapes' own measures
+                if "=" in kv:
+                    k, v = kv.split("=", 1)
+                    try:
+                        d.setdefault("mem:" + k, []).append(float(v))
+                    except ValueError:
+                        pass
         else:
             d["status"].append(r["status"])
     allocs.sort(key=lambda a: ORDER.index(a) if a in ORDER else 99)
@@ -228,6 +235,59 @@ def plot(workloads, allocs, data, png):
     return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()[-300:]
 
 
+# The memory shapes (bench/memshapes.c): what each row divides, and by what.
+MEMORY_ROWS = [
+    ("memthreads", "1,000 threads each holding 330 KB: RSS / payload", "rss_alive_kb", "payload_kb"),
+    ("memthreads", "the same, 3 s after every thread ended: RSS / payload", "rss_after_kb", "payload_kb"),
+    ("memshape", "live set changing shape (16-512 B to 1-4 KB): peak RSS / live", "peak_kb", "live_kb"),
+    ("memchurn", "threads that come and go: RSS 3 s after the last, MB", "rss_end_kb", None),
+    ("memchurn", "the same: peak RSS, MB", "peak_kb", None),
+]
+
+
+def memory_table(allocs, data):
+    rows = []
+    for w, label, num, den in MEMORY_ROWS:
+        cells = [label]
+        for a in allocs:
+            n, d = med(data, w, a, "mem:" + num), med(data, w, a, "mem:" + den) if den else 1024.0
+            cells.append(("%.2f" % (n / d) if n is not None and d else "NA") + mark(data, w, a))
+        if any(c.rstrip("*") != "NA" for c in cells[1:]):
+            rows.append(cells)
+    if not rows:
+        return []
+    return table("Memory shapes, medians (lower is better)", ["shape"] + allocs, rows,
+                 "Resident memory the programs read from `/proc/self/status` at the moments named "
+                 "(bench/memshapes.c); over time in `memory.png`.")
+
+
+def memory_plot(rss_dir, allocs, png):
+    """One panel per memory shape: resident memory over time, a line per allocator (run 1)."""
+    shapes = [w for w in ("memthreads", "memshape", "memchurn")
+              if any(os.path.exists(os.path.join(rss_dir, "%s-%s.tsv" % (w, a))) for a in allocs)]
+    if not shapes:
+        return "no RSS samples in %s: no memory plot" % rss_dir
+    if not shutil.which("gnuplot"):
+        return "gnuplot is not installed (Debian: gnuplot-nox): no memory plot"
+    gp = ['set terminal pngcairo size 1800,%d font ",10"' % (420 * len(shapes)), "set output '%s'" % png,
+          "set multiplot layout %d,1 title 'resident memory over time (sampled every 20 ms)'" % len(shapes),
+          "set grid", "set key outside right top", "set xlabel 'seconds'", "set ylabel 'RSS, MB'"]
+    titles = {"memthreads": "1,000 threads holding 330 KB each, then ending (memthreads)",
+              "memshape": "a live set changing shape (memshape)",
+              "memchurn": "threads that come and go (memchurn)"}
+    for w in shapes:
+        plots = []
+        for a in allocs:
+            f = os.path.join(rss_dir, "%s-%s.tsv" % (w, a))
+            if os.path.exists(f) and os.path.getsize(f):
+                plots.append("'%s' using 1:($2/1024) with lines lw %d lc rgb '%s' title '%s'" % (
+                    f, 3 if a == "bobox" else 1, COLORS.get(a, "#777777"), a))
+        gp += ["set title '%s'" % titles[w], "plot " + ", ".join(plots)]
+    gp.append("unset multiplot")
+    r = subprocess.run(["gnuplot"], input="\n".join(gp), capture_output=True, text=True)
+    return None if r.returncode == 0 else "gnuplot failed: " + r.stderr.strip()[-300:]
+
+
 def fastpath_table(path):
     if not path or not os.path.exists(path):
         return []
@@ -282,6 +342,8 @@ def main():
     ap.add_argument("--lock")
     ap.add_argument("--readme")
     ap.add_argument("--plot")
+    ap.add_argument("--rss")
+    ap.add_argument("--memory-plot")
     ap.add_argument("--stdout", action="store_true")
     o = ap.parse_args()
     meta = read_meta(o.meta)
@@ -323,6 +385,8 @@ def main():
     t_rss, g_rss = ratio_table("Peak RSS relative to %s (lower is better)" % ref_mi, workloads,
                                main_allocs, data, "maxrss_kb", ref_mi)
     out += t_rss
+    mem_table = memory_table(main_allocs, data)
+    out += mem_table
     out += value_table("Minor page faults, median", workloads, main_allocs, data, "minflt",
                        lambda v: "%d" % v)
     units = {w: data[(w, a)]["unit"] for (w, a) in data}
@@ -367,6 +431,9 @@ def main():
     plot_msg = plot(workloads, allocs, data, o.plot) if o.plot else None
     if plot_msg:
         print("bench-report: " + plot_msg, file=sys.stderr)
+    mem_msg = memory_plot(o.rss, main_allocs, o.memory_plot) if o.rss and o.memory_plot else None
+    if mem_msg:
+        print("bench-report: " + mem_msg, file=sys.stderr)
     if o.readme:
         m = meta
         mach = [
@@ -414,6 +481,10 @@ def main():
                   "| allocator | geometric mean | workloads |", "|---|---|---|"] + headline + [""]
         if o.plot and not plot_msg:
             lines += ["![time and peak RSS relative to mimalloc](%s)" % os.path.basename(o.plot), ""]
+        if mem_table:
+            lines += ["## Memory", ""] + mem_table
+            if o.memory_plot and not mem_msg:
+                lines += ["![resident memory over time](%s)" % os.path.basename(o.memory_plot), ""]
         lines += ["## Tables", ""] + out
         with open(o.readme, "w") as f:
             f.write("\n".join(lines))
