@@ -10,11 +10,17 @@
  * tick, a bin that allocated nothing since the last one also empties its front cache into
  * its blocks, which can then drain. */
 static void release_kept(bx_heap_t *h, bool idle_only) {
+    bool shared = bx_heap_is_shared(h);
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         bx_bin_t *b = &h->small[i];
         /* At a tick, only those of a size the thread stopped allocating: of no use here. */
         if (!idle_only || bx_bin_allocs(b) == h->allocs_at_tick[i]) {
-            if (idle_only) bx_bin_empty_front(b);
+            /* A shared heap's idle size drops its chains too: the threads that used it may
+             * have ended, and its emptied blocks then go back with the cache's decay. */
+            if (idle_only && shared && bx_bin_formatted(b))
+                bx_bin_flush(b);
+            else if (idle_only)
+                bx_bin_empty_front(b);
             bx_bin_release_kept(b);
         }
         h->allocs_at_tick[i] = bx_bin_allocs(b);

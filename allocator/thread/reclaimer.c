@@ -17,16 +17,17 @@ static atomic_int state;
 
 /* A shared heap no thread has allocated from for a decay delay gives back everything free,
  * as a thread's heap does when its thread exits: the threads that used it may all have
- * ended. One still in use ticks, if its tick is due. Skipped while a thread holds it. */
+ * ended. Every shared heap ticks when its tick is due, so that the sizes of ended threads
+ * go back even while a thread still allocates other sizes. Skipped while a thread holds it. */
 static void reclaim_shared(bx_heap_t *h, uint64_t now) {
     if (!bx_thread_lock_shared(h, false)) return;
     if (h->shared_allocs != h->shared_allocs_seen) {
         h->shared_allocs_seen = h->shared_allocs;
         h->shared_idle_since_ns = now;
-        bx_heap_tick(h);
     } else if (now - h->shared_idle_since_ns >= bx_options.decay_ms * (uint64_t)1000000) {
         bx_retention_release_heap(h, BX_RELEASE_THREAD_EXIT);
     }
+    bx_heap_tick(h); /* if due: sizes no thread allocated for a delay give back their blocks */
     bx_retention_reclaim_idle(h);
     bx_thread_unlock_shared(h);
 }
