@@ -108,6 +108,17 @@ void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block) {
     }
 }
 
+size_t bx_blockalloc_discard_free(bx_blockalloc_t *ba) {
+    size_t page = bx_os_page_size(), bytes = 0;
+    if (ba->block_size <= page) return 0;
+    for (uint32_t i = 0; i < ba->count; i++)
+        for (char *b = ba->heap[i]->free; b; b = (char *)bx_link_get(b)) {
+            bx_os_discard(b + page, ba->block_size - page);
+            bytes += ba->block_size - page;
+        }
+    return bytes;
+}
+
 bool bx_blockalloc_check(const bx_blockalloc_t *ba) {
     for (uint32_t i = 0; i < ba->count; i++) {
         const bx_superblock_t *sb = ba->heap[i];

@@ -98,6 +98,12 @@ void *bx_os_map_placed(size_t size, size_t alignment, size_t offset, bx_os_place
     return p;
 }
 
+void *bx_os_map_file(int fd, size_t size) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+void bx_os_unmap_file(void *p, size_t size) { munmap(p, size); }
+
 bool bx_os_address_space_limited(void) {
     struct rlimit as;
     return getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur != RLIM_INFINITY;
@@ -128,6 +134,12 @@ bool bx_os_commit(void *p, size_t size, bx_os_place_fn *place, void *arg) {
 void bx_os_unreserve(void *p, size_t size) {
     int saved = errno;
     munmap(p, size);
+    errno = saved;
+}
+
+void bx_os_discard(void *p, size_t size) {
+    int saved = errno;
+    if (madvise(p, size, MADV_DONTNEED) == 0) atomic_fetch_add_explicit(&released_bytes, size, memory_order_relaxed);
     errno = saved;
 }
 

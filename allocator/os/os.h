@@ -26,6 +26,9 @@ void bx_os_unreserve(void *p, size_t size);
 /* Makes [p, p+size) of such a reservation read-write, `place` (a NUMA policy, or NULL) applied
  * first, and counts it as mapped; false with ENOMEM if the kernel refused. */
 bool bx_os_commit(void *p, size_t size, bx_os_place_fn *place, void *arg);
+/* Gives the pages of a free range back to the OS (MADV_DONTNEED), mapping and access kept:
+ * it reads as zeros from then on. Counted as released, still as mapped. */
+void bx_os_discard(void *p, size_t size);
 /* Gives a committed range's memory back: it reads as zeros from then on, read-only. */
 void bx_os_decommit(void *p, size_t size);
 /* Address space with no access and no memory behind it (checked mode's zero-size objects:
@@ -63,6 +66,11 @@ int bx_os_policy_node(const void *p, int *mode_out);
 int bx_os_current_cpu(void);
 
 size_t bx_os_page_size(void);
+
+/* A file's first `size` bytes mapped shared, read-write (the live statistics, tools/live.h),
+ * not counted as mapped; NULL if refused. */
+void *bx_os_map_file(int fd, size_t size);
+void bx_os_unmap_file(void *p, size_t size);
 
 /* Whether the process has had BX_OS_BIG_BYTES mapped: big enough for the reclaimer
  * (reclaimer.h), which takes note at the next tick (BECAME_BIG -> BIG). */

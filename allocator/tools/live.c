@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,9 +77,9 @@ static void create(void) {
         said = true;
         return;
     }
-    void *m = mmap(NULL, BX_LIVE_FILE_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *m = bx_os_map_file(fd, BX_LIVE_FILE_BYTES);
     close(fd);
-    if (m == MAP_FAILED) {
+    if (!m) {
         unlink(path);
         return;
     }
@@ -127,7 +126,7 @@ static void header(unsigned long long s) {
 static void refresh(void) {
     bx_lock(&lock);
     if (map && map_pid != getpid()) { /* a fork child: the parent's file is not ours */
-        munmap(map, BX_LIVE_FILE_BYTES);
+        bx_os_unmap_file(map, BX_LIVE_FILE_BYTES);
         map = NULL;
     }
     if (!map) create();
