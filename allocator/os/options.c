@@ -172,7 +172,7 @@ void bx_options_report(void) {
                                    : "0");
     char mem[240];
     bx_mempolicy_format(&bx_options.mem, mem, sizeof mem);
-    bx_message("bobox: settings: BOBOX_MEM=%s BOBOX_STATS_LIVE=%d\n", mem, bx_options.stats_live);
+    bx_message("bobox: settings: BOBOX_STATS_LIVE=%d BOBOX_MEM=%s\n", bx_options.stats_live, mem);
     if (bx_options.prof_prefix)
         bx_message("bobox: settings: BOBOX_PROF=%s BOBOX_PROF_RATE=%zu BOBOX_PROF_SIGNAL=%d BOBOX_PROF_PEAK_MB=%zu\n",
                    bx_options.prof_prefix, bx_options.prof_rate, bx_options.prof_signal,
