@@ -82,6 +82,19 @@ int bobox_stats_json(int fd);
  * (ENOTSUP: profiling is off; or why the file could not be written). */
 int bobox_prof_dump(const char *path);
 
+/* jemalloc's control interface, answered from bobox's state (docs/api.md, "mallctl"):
+ * libbobox.so also exports these as mallctl, mallctlnametomib, mallctlbymib and
+ * malloc_stats_print, for programs linked with jemalloc. Names: jemalloc's that programs use
+ * (version, epoch, stats.*, arenas.narenas, arena.<i>.purge/decay, thread.*, opt.*) and
+ * bobox's own ("bobox.decay_ms", "bobox.purge", "bobox.prof.dump", "bobox.check_heap",
+ * "bobox.stats.*"). 0, or an error number: ENOENT unknown name, EINVAL wrong size, EPERM a
+ * write to a read-only name or a read of a write-only one. */
+#define BOBOX_VERSION "0.1.0"
+int bobox_ctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+int bobox_ctlnametomib(const char *name, size_t *mibp, size_t *miblenp);
+int bobox_ctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+void bobox_stats_print(void (*write_cb)(void *, const char *), void *cbopaque, const char *opts);
+
 #ifdef __cplusplus
 }
 #endif

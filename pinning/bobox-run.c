@@ -2,9 +2,15 @@
 #define _GNU_SOURCE
 #include "os/mempolicy.h"
 #include "plan.h"
+#include "tools/live.h"
 #include "topology.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -16,6 +22,7 @@ static const char usage[] =
     "usage: bobox-run [OPTIONS] -- PROGRAM [ARGS...]\n"
     "       bobox-run [--pin=POLICY|LIST] [--skip=MASK] [--cores=p] --plan N\n"
     "       bobox-run --topology\n"
+    "       bobox-run --stat PID | --watch PID\n"
     "\n"
     "Runs PROGRAM with the Bobox allocator (libbobox.so) and the thread-pinning shim\n"
     "(libbobox-pin.so) preloaded; LD_PRELOAD keeps what it already held. The main thread is\n"
@@ -56,6 +63,12 @@ static const char usage[] =
     "                  as numactl writes them: 0,2-3 or all\n"
     "  --profile=PREFIX  sampling heap profiler on (BOBOX_PROF=PREFIX): at exit the live\n"
     "                  heap goes to PREFIX.PID.heap, read by google-pprof --text\n"
+    "  --stats-live    keep the allocator's statistics in a file while PROGRAM runs\n"
+    "                  (BOBOX_STATS_LIVE=1), for --stat and --watch\n"
+    "  --stat PID      print the live statistics of process PID (run with --stats-live or\n"
+    "                  BOBOX_STATS_LIVE=1): in use, mapped, resident, per size range and\n"
+    "                  NUMA node, remote frees, heaps; removes files of processes gone\n"
+    "  --watch PID     the same every second, until the process ends\n"
     "  --plan N        print the plan for N threads as a table and run nothing\n"
     "  --topology      print the machine as the shim sees it (packages, nodes, caches,\n"
     "                  cores, siblings, core kinds, allowed CPUs, domains) and run nothing\n"
@@ -312,9 +325,132 @@ static int set_preload(int with_alloc) {
     return 0;
 }
 
+
+/* ---- the live statistics (allocator/tools/live.h) -------------------------------------- */
+
+/* Where a process of this user may have put its file, in the allocator's order (a process
+ * started from a session has XDG_RUNTIME_DIR, which is /run/user/UID). */
+static int live_dirs(const char **dirs, char *run_user, size_t len) {
+    int n = 0;
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    if (xdg && xdg[0] == '/') dirs[n++] = xdg;
+    snprintf(run_user, len, "/run/user/%u", (unsigned)getuid());
+    dirs[n++] = run_user;
+    dirs[n++] = "/dev/shm";
+    dirs[n++] = "/tmp";
+    return n;
+}
+
+/* The start time of process pid (/proc/PID/stat's 22nd field); 0 if it cannot be read. */
+static unsigned long long proc_start(long pid) {
+    char p[64], stat[1024];
+    snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+    FILE *f = fopen(p, "r");
+    if (!f) return 0;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    stat[n] = 0;
+    char *c = strrchr(stat, ')');
+    if (!c) return 0;
+    for (int field = 2; *c && field < 22; c++)
+        if (*c == ' ') field++;
+    return strtoull(c, NULL, 10);
+}
+
+static int process_gone(long pid) { return kill((pid_t)pid, 0) != 0 && errno == ESRCH; }
+
+/* Removes this user's files of processes that are gone (killed before they could). */
+static void sweep_stale(void) {
+    const char *dirs[4];
+    char run_user[64];
+    int n = live_dirs(dirs, run_user, sizeof run_user);
+    for (int d = 0; d < n; d++) {
+        DIR *dir = opendir(dirs[d]);
+        if (!dir) continue;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            long pid;
+            char tail[16];
+            if (sscanf(e->d_name, "bobox-%ld.%15s", &pid, tail) != 2 || strcmp(tail, "stats") || pid <= 0) continue;
+            struct stat st;
+            if (fstatat(dirfd(dir), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+                st.st_uid != getuid())
+                continue;
+            if (process_gone(pid)) unlinkat(dirfd(dir), e->d_name, 0);
+        }
+        closedir(dir);
+    }
+}
+
+/* Reads one consistent copy of pid's file into out; 0, or 1 with a message (none, stale,
+ * unreadable). *age_ms: how old the figures are. */
+static int read_live(long pid, char *out, size_t outlen, double *age_ms) {
+    const char *dirs[4];
+    char run_user[64], path[4200];
+    int n = live_dirs(dirs, run_user, sizeof run_user), fd = -1;
+    for (int d = 0; d < n && fd < 0; d++) {
+        snprintf(path, sizeof path, "%s/bobox-%ld.stats", dirs[d], pid);
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        fprintf(stderr, "bobox-run: no live statistics of process %ld%s\n", pid,
+                process_gone(pid) ? ": there is no such process"
+                                  : " (run it with bobox-run --stats-live or BOBOX_STATS_LIVE=1)");
+        return 1;
+    }
+    static char buf[BX_LIVE_FILE_BYTES + 1];
+    unsigned long long seq = 1, seq2 = 0, ms = 0, start = 0;
+    int file_pid = 0;
+    for (int tries = 0; tries < 1000 && (seq & 1 || seq != seq2); tries++) {
+        ssize_t got = pread(fd, buf, BX_LIVE_FILE_BYTES, 0);
+        if (got <= 0 || sscanf(buf, "bobox-live 1 seq %llu ms %llu pid %d start %llu", &seq, &ms, &file_pid,
+                               &start) != 4) {
+            close(fd);
+            fprintf(stderr, "bobox-run: %s is not a bobox statistics file\n", path);
+            return 1;
+        }
+        buf[got] = 0;
+        char head[128];
+        ssize_t h = pread(fd, head, sizeof head - 1, 0);
+        head[h > 0 ? h : 0] = 0;
+        if (sscanf(head, "bobox-live 1 seq %llu", &seq2) != 1) seq2 = seq + 1;
+        if (seq & 1 || seq != seq2) usleep(1000);
+    }
+    close(fd);
+    if (file_pid != pid || process_gone(pid) || (proc_start(pid) && proc_start(pid) != start)) {
+        unlink(path);
+        fprintf(stderr, "bobox-run: process %ld is gone; removed its stale statistics file %s\n", pid, path);
+        return 1;
+    }
+    if (seq & 1 || seq != seq2) {
+        fprintf(stderr, "bobox-run: %s keeps changing; try again\n", path);
+        return 1;
+    }
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    *age_ms = (double)now.tv_sec * 1e3 + (double)now.tv_nsec / 1e6 - (double)ms;
+    const char *body = strchr(buf, '\n');
+    snprintf(out, outlen, "%s", body ? body + 1 : "");
+    return 0;
+}
+
+static int print_live(long pid, int watch) {
+    static char text[BX_LIVE_FILE_BYTES + 1];
+    for (int round = 0;; round++) {
+        double age;
+        int failed = read_live(pid, text, sizeof text, &age);
+        if (!round) sweep_stale(); /* the others, once pid's own file has had its say */
+        if (failed) return round ? 0 : 1;
+        printf("%sbobox: process %ld, statistics of %.1f s ago\n%s", round ? "\n" : "", pid, age / 1e3, text);
+        fflush(stdout);
+        if (!watch) return 0;
+        sleep(1);
+    }
+}
+
 int main(int argc, char **argv) {
     const char *pin = NULL, *skipmask = NULL, *cores = NULL, *mem = NULL, *profile = NULL;
-    int no_alloc = 0, verbose = 0, dryrun = 0, stats = 0, topology = 0, i;
+    int no_alloc = 0, verbose = 0, dryrun = 0, stats = 0, live = 0, topology = 0, i;
     long plan = -1;
     char err[600];
 
@@ -345,6 +481,15 @@ int main(int argc, char **argv) {
         } else if (!strncmp(a, "--profile=", 10)) {
             profile = a + 10;
             if (!*profile) return die_usage("--profile wants a path prefix, e.g. --profile=/tmp/prof", NULL);
+        } else if (!strcmp(a, "--stat") || !strcmp(a, "--watch")) {
+            if (i + 1 >= argc) return die_usage(a, " wants a process ID");
+            char *end;
+            long pid = strtol(argv[i + 1], &end, 10);
+            if (end == argv[i + 1] || *end || pid <= 0 || pid > 4194304)
+                return die_usage("--stat and --watch want a process ID, not ", argv[i + 1]);
+            return print_live(pid, !strcmp(a, "--watch"));
+        } else if (!strcmp(a, "--stats-live")) {
+            live = 1;
         } else if (!strcmp(a, "--topology")) {
             topology = 1;
         } else if (!strcmp(a, "--no-alloc")) {
@@ -398,6 +543,10 @@ int main(int argc, char **argv) {
     if (verbose) setenv("BOBOX_PIN_VERBOSE", "1", 1);
     if (dryrun) setenv("BOBOX_PIN_DRYRUN", "1", 1);
     if (stats) setenv("BOBOX_STATS", "1", 1);
+    if (live) {
+        if (no_alloc) return die_usage("--stats-live needs the allocator, not --no-alloc", NULL);
+        setenv("BOBOX_STATS_LIVE", "1", 1);
+    }
     if (!dryrun) set_omp_places(&spec);
     if (set_preload(!no_alloc) != 0) return 127;
     execvp(argv[i], argv + i);

@@ -9,7 +9,7 @@ $(BUILD)/libbobox-pin.so: pinning/shim.c pinning/tree.c pinning/tree.h $(PIN_SRC
 	$(CC) $(PIN_CFLAGS) -shared -Wl,-z,now -Wl,-soname,libbobox-pin.so -o $@ pinning/shim.c pinning/tree.c $(PIN_SRCS) -ldl
 
 # --mem= is checked with the allocator's own parser of BOBOX_MEM
-$(BUILD)/bobox-run: pinning/bobox-run.c $(PIN_SRCS) $(PIN_HDRS) allocator/os/mempolicy.c allocator/os/mempolicy.h pinning/pinning.mk
+$(BUILD)/bobox-run: pinning/bobox-run.c $(PIN_SRCS) $(PIN_HDRS) allocator/os/mempolicy.c allocator/os/mempolicy.h allocator/tools/live.h pinning/pinning.mk
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Ipinning -Iallocator -o $@ pinning/bobox-run.c $(PIN_SRCS) allocator/os/mempolicy.c
 

@@ -15,8 +15,9 @@ set -euo pipefail
 # busybox initramfs; xz is one of the real programs run in the guest.
 # google-perftools (google-pprof) reads the heap profiles; python3-jsonschema checks the JSON
 # statistics against docs/stats.schema.json (test/system/prof_*.sh, stats_json.sh).
-# postgresql (a database server under the preload, alloc_real_postgres.sh) is optional: its
-# package starts a server when installed, which some containers refuse; the test then skips.
+# postgresql (a database server under the preload, alloc_real_postgres.sh) and redis-server
+# (linked with jemalloc: mallctl answered by bobox, alloc_real_redis.sh) are optional: their
+# packages start a server when installed, which some containers refuse; the tests then skip.
 py=
 if [ -x /usr/bin/python3 ]; then
   py=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)
@@ -27,7 +28,7 @@ pkgs=(build-essential catch2 python3 clang libclang-rt-14-dev git perl strace li
       openjdk-17-jdk-headless python3-numpy ruby nodejs
       qemu-system-x86 busybox-static cpio xz-utils
       google-perftools python3-jsonschema "$@")
-optional=(postgresql)
+optional=(postgresql redis-server)
 absent() {  # the packages of "$@" not installed
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"

@@ -111,6 +111,7 @@ void bx_free_resolved(bx_lookup_t *r) {
     case BX_TAG_LARGE: {
         int saved = errno; /* free() must not change errno, and munmap may */
         if (BX_UNLIKELY(large_free_hook != NULL)) large_free_hook(r->object);
+        if (h) h->counters.large_freed_bytes += r->large->usable;
         bx_large_free(r->large);
         if (h) bx_heap_tick(h);
         errno = saved;

@@ -14,6 +14,7 @@
 #include "thread/reclaimer.h"
 #include "thread/thread.h"
 #include "tools/checked.h"
+#include "tools/live.h"
 #include "tools/prof.h"
 #include "tools/stats.h"
 
@@ -34,6 +35,7 @@ void bx_init_slow(void) {
         bx_retention_init();
         bx_thread_global_init();
         bx_reclaimer_init();
+        bx_live_init();
         bx_prof_init();
         for (bx_init_step_fn **step = __start_bx_init_steps; step < __stop_bx_init_steps; step++) (*step)();
         atomic_store(&bx_init_state, BX_INIT_DONE);

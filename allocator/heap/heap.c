@@ -292,20 +292,21 @@ void *bx_heap_alloc_medium(bx_heap_t *h, unsigned bin) {
     bx_sb_set_live(sb, bx_sb_index(sb, p));
     h->counters.medium++;
     h->counters.medium_live_bytes += sb->block_size;
+    h->counters.medium_bytes += sb->block_size;
     return p;
 }
 
 void *bx_heap_alloc_large(bx_heap_t *h, size_t size, size_t alignment, bool *fresh) {
     bx_heap_tick(h);
     void *p = bx_large_alloc(size, alignment, h->node, fresh);
-    if (p) h->counters.large++;
+    if (p) h->counters.large++, h->counters.large_bytes += size;
     return p;
 }
 
 void *bx_heap_alloc_sample(bx_heap_t *h, size_t size) {
     bx_heap_tick(h);
     void *p = bx_large_alloc_sample(size, h->node);
-    if (p) h->counters.large++;
+    if (p) h->counters.large++, h->counters.large_bytes += size;
     return p;
 }
 

@@ -27,6 +27,7 @@ enum bx_heap_state {
 typedef struct bx_heap_counters {
     size_t medium, large, remote_frees; /* small allocations are counted by their bins */
     size_t medium_live_bytes;
+    size_t medium_bytes, large_bytes, large_freed_bytes; /* since the heap's start (thread.allocated) */
 } bx_heap_counters_t;
 
 typedef struct bx_heap {

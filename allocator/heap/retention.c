@@ -43,6 +43,14 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
     bx_outbox_flush(&h->outbox); /* the kept objects just sent home */
     bx_blockcache_flush(&h->small_blocks);
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_flush(&h->medium[i]);
+    /* Superblocks a few live objects keep: their free blocks' pages go back too (Redis's
+     * MEMORY PURGE after deleting keys frees nothing otherwise). Only at malloc_trim: thread
+     * exit is frequent and leaves the blocks to the next thread, and out of memory may come
+     * from inside a block allocator, in the middle of its update, with its cache locked. */
+    if (level == BX_RELEASE_TRIM) {
+        bx_blockcache_discard_free(&h->small_blocks);
+        for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_discard_free(&h->medium[i]);
+    }
 }
 
 size_t bx_retention_release_shared(enum bx_release_level level) {

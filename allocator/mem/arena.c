@@ -74,6 +74,16 @@ void bx_arena_shrink(void) {
     bx_unlock(&lock);
 }
 
+size_t bx_arena_retained_bytes(void) {
+    return (size_t)__atomic_load_n(&released_count, __ATOMIC_RELAXED) * BX_SUPERBLOCK_SIZE;
+}
+size_t bx_arena_unused_bytes(void) {
+    bx_lock(&lock);
+    size_t used = (size_t)next_fresh * SLOT_BYTES, bytes = bx_arena.bytes;
+    bx_unlock(&lock);
+    return bytes > used ? bytes - used : 0;
+}
+
 void bx_arena_lock(void) { bx_lock(&lock); }
 void bx_arena_unlock(void) { bx_unlock(&lock); }
 void bx_arena_reset_lock(void) { bx_lock_reset(&lock); }

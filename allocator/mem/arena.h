@@ -45,6 +45,10 @@ void bx_arena_release(void *sb);
  * by it. Called by setrlimit, malloc_trim and out of memory; a slot never used is not handed
  * out under a limit either (bx_arena_take). */
 void bx_arena_shrink(void);
+/* Address space of slots given back to the OS and still reserved for reuse (jemalloc's
+ * "retained"), and of slots never handed out (the reservation the limit sees, rlimit.c). */
+size_t bx_arena_retained_bytes(void);
+size_t bx_arena_unused_bytes(void);
 /* fork: the arena's lock, taken last. */
 void bx_arena_lock(void);
 void bx_arena_unlock(void);

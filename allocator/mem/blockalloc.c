@@ -108,6 +108,25 @@ void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block) {
     }
 }
 
+/* Marks a block given back, in the last word of its first page (kept): the next trim skips
+ * it. A block reused keeps a stale mark only if the program wrote that very value there: it
+ * is then skipped too, never harmed. */
+#define DISCARDED ((uintptr_t)0x6469736361726465) /* "discarde" */
+
+size_t bx_blockalloc_discard_free(bx_blockalloc_t *ba) {
+    size_t page = bx_os_page_size(), bytes = 0;
+    if (ba->block_size <= page) return 0;
+    for (uint32_t i = 0; i < ba->count; i++)
+        for (char *b = ba->heap[i]->free; b; b = (char *)bx_link_get(b)) {
+            uintptr_t *mark = (uintptr_t *)(b + page) - 1;
+            if (*mark == DISCARDED) continue;
+            bx_os_purge(b + page, ba->block_size - page);
+            *mark = DISCARDED;
+            bytes += ba->block_size - page;
+        }
+    return bytes;
+}
+
 bool bx_blockalloc_check(const bx_blockalloc_t *ba) {
     for (uint32_t i = 0; i < ba->count; i++) {
         const bx_superblock_t *sb = ba->heap[i];

@@ -29,6 +29,10 @@ void bx_blockalloc_free(bx_blockalloc_t *ba, bx_superblock_t *sb, void *block);
 void bx_blockalloc_destroy(bx_blockalloc_t *ba);
 #endif
 
+/* malloc_trim (through bx_blockcache_discard_free): the pages of every free block of its superblocks go back to the OS, all but
+ * the first (which holds the free list's link); the superblocks stay. Returns the bytes. */
+size_t bx_blockalloc_discard_free(bx_blockalloc_t *ba);
+
 /* Heap order and positions, and every superblock it holds (bx_sb_check). */
 bool bx_blockalloc_check(const bx_blockalloc_t *ba);
 

@@ -152,6 +152,13 @@ void bx_blockcache_flush(bx_blockcache_t *bc) {
     bx_unlock(&bc->lock);
 }
 
+size_t bx_blockcache_discard_free(bx_blockcache_t *bc) {
+    bx_lock(&bc->lock);
+    size_t bytes = bx_blockalloc_discard_free(&bc->alloc);
+    bx_unlock(&bc->lock);
+    return bytes;
+}
+
 void bx_blockcache_decay(bx_blockcache_t *bc) {
     bx_lock(&bc->lock);
     if (!(bc->active & ACTIVE_TICK)) flush(bc);

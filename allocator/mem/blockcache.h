@@ -45,6 +45,9 @@ bool bx_blockcache_would_grow(bx_blockcache_t *bc);
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
 /* Returns every cached block to the block allocator. */
 void bx_blockcache_flush(bx_blockcache_t *bc);
+/* malloc_trim: bx_blockalloc_discard_free under the cache's lock (the reclaimer's pass moves
+ * blocks into the allocator meanwhile); the bytes given back. Never with the lock held. */
+size_t bx_blockcache_discard_free(bx_blockcache_t *bc);
 /* Once per decay delay: flushes the cache if no block was taken from it since the last
  * call. A cache in use keeps its blocks: flushing it would only empty its superblocks into
  * the node, where other bins take them and touch fresh pages for this one. */

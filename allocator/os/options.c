@@ -146,6 +146,7 @@ void bx_options_init(void) {
     else
         bx_options.stats = parse_flag("BOBOX_STATS", stats);
     bx_options.verbose = parse_flag("BOBOX_VERBOSE", getenv("BOBOX_VERBOSE"));
+    bx_options.stats_live = parse_flag("BOBOX_STATS_LIVE", getenv("BOBOX_STATS_LIVE"));
     check_setting();
     uint64_t mb = number_setting("BOBOX_CACHE_MB", 0, 1 << 20, default_cache_mb());
     bx_options.cache_bytes = (size_t)mb * BX_MB;
@@ -171,7 +172,7 @@ void bx_options_report(void) {
                                    : "0");
     char mem[240];
     bx_mempolicy_format(&bx_options.mem, mem, sizeof mem);
-    bx_message("bobox: settings: BOBOX_MEM=%s\n", mem);
+    bx_message("bobox: settings: BOBOX_STATS_LIVE=%d BOBOX_MEM=%s\n", bx_options.stats_live, mem);
     if (bx_options.prof_prefix)
         bx_message("bobox: settings: BOBOX_PROF=%s BOBOX_PROF_RATE=%zu BOBOX_PROF_SIGNAL=%d BOBOX_PROF_PEAK_MB=%zu\n",
                    bx_options.prof_prefix, bx_options.prof_rate, bx_options.prof_signal,

@@ -15,6 +15,7 @@ typedef struct bx_options_s {
     uint64_t decay_ms;       /* BOBOX_DECAY_MS: how long free memory may stay cached */
     int thp;                 /* BOBOX_THP: enum bx_thp */
     bool stats_json;         /* BOBOX_STATS=json: the exit report as one JSON object */
+    bool stats_live;         /* BOBOX_STATS_LIVE=1: statistics kept in a file for bobox-run --stat */
     const char *prof_prefix; /* BOBOX_PROF: heap profiling on, profiles to PREFIX.PID... */
     size_t prof_rate;        /* BOBOX_PROF_RATE: mean bytes between samples */
     int prof_signal;         /* BOBOX_PROF_SIGNAL: a dump on this signal (0: none) */

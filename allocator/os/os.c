@@ -98,6 +98,12 @@ void *bx_os_map_placed(size_t size, size_t alignment, size_t offset, bx_os_place
     return p;
 }
 
+void *bx_os_map_file(int fd, size_t size) {
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+void bx_os_unmap_file(void *p, size_t size) { munmap(p, size); }
+
 bool bx_os_address_space_limited(void) {
     struct rlimit as;
     return getrlimit(RLIMIT_AS, &as) != 0 || as.rlim_cur != RLIM_INFINITY;

@@ -73,6 +73,11 @@ int bx_os_rseq_cpu(void);
 
 size_t bx_os_page_size(void);
 
+/* A file's first `size` bytes mapped shared, read-write (the live statistics, tools/live.h),
+ * not counted as mapped; NULL if refused. */
+void *bx_os_map_file(int fd, size_t size);
+void bx_os_unmap_file(void *p, size_t size);
+
 /* Whether the process has had BX_OS_BIG_BYTES mapped: big enough for the reclaimer
  * (reclaimer.h), which takes note at the next tick (BECAME_BIG -> BIG). */
 #define BX_OS_BIG_BYTES (64 * BX_MB)

@@ -14,6 +14,8 @@
 
 enum { NOT_STARTED, STARTING, RUNNING };
 static atomic_int state;
+static void (*pass_hook)(void);
+void bx_reclaimer_set_pass_hook(void (*fn)(void)) { pass_hook = fn; }
 
 /* A shared heap no thread has allocated from for a decay delay gives back everything free,
  * as a thread's heap does when its thread exits: the threads that used it may all have
@@ -64,14 +66,18 @@ static bool alone(void) {
 /* Exported so that the pinning shim can tell this thread from the program's. */
 BX_API void *bobox_reclaimer(void *arg) {
     (void)arg;
-    uint64_t period_ms = bx_options.decay_ms / 4 ? bx_options.decay_ms / 4 : 1;
-    struct timespec pause = {(time_t)(period_ms / 1000), (long)(period_ms % 1000) * 1000000};
     for (;;) {
+        /* Read each time: bobox.decay_ms changes it at run time. 0 (everything given back at
+         * once) leaves only the live statistics to refresh: four times a second. */
+        uint64_t decay = __atomic_load_n(&bx_options.decay_ms, __ATOMIC_RELAXED);
+        uint64_t period_ms = decay ? (decay / 4 ? decay / 4 : 1) : 250;
+        struct timespec pause = {(time_t)(period_ms / 1000), (long)(period_ms % 1000) * 1000000};
         clock_nanosleep(CLOCK_MONOTONIC, 0, &pause, NULL);
         if (alone()) break; /* the program's threads are gone: so is the process */
         uint64_t now = bx_now_ns();
         bx_thread_for_each_heap(reclaim_heap, &now);
         bx_retention_release_shared(BX_RELEASE_TICK);
+        if (pass_hook) pass_hook();
     }
     return NULL;
 }
@@ -79,9 +85,9 @@ BX_API void *bobox_reclaimer(void *arg) {
 /* On the owner's tick: starts the reclaimer once the process is big enough to need it. */
 static void maybe_start(void) {
     if (BX_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != NOT_STARTED)) return;
-    if (__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) == BX_OS_SMALL) return;
-    __atomic_store_n(&bx_os_big, BX_OS_BIG, __ATOMIC_RELAXED);
-    if (!bx_options.decay_ms) return; /* every tick gives everything back already */
+    if (__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) == BX_OS_SMALL && !pass_hook) return;
+    if (__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) != BX_OS_SMALL) __atomic_store_n(&bx_os_big, BX_OS_BIG, __ATOMIC_RELAXED);
+    if (!bx_options.decay_ms && !pass_hook) return; /* every tick gives everything back already */
     int expected = NOT_STARTED;
     if (!atomic_compare_exchange_strong(&state, &expected, STARTING)) return;
     pthread_attr_t attr;

@@ -15,6 +15,9 @@
 #include "base/common.h"
 
 void bx_reclaimer_init(void);
+/* Runs on the reclaimer's thread after each pass (the live statistics, tools/live.c); with
+ * one registered, the reclaimer starts at the first tick, however small the process. */
+void bx_reclaimer_set_pass_hook(void (*fn)(void));
 /* In a fork child: the reclaimer did not come along. */
 void bx_reclaimer_after_fork(void);
 /* Whether the reclaimer runs (tests, statistics). */
