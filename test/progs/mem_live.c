@@ -1,6 +1,7 @@
 // A service for the live statistics test: holds 20 MB of small objects, 8 MB of medium ones
 // and one 32 MB large object, frees 1000 objects of another thread (remote frees), prints
 // "ready", then keeps allocating and freeing a little every 20 ms until `seconds` pass.
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,9 @@
 static void *objs[1000];
 static void *make(void *arg) {
     (void)arg;
+    // A heap of its own (it would share its CPU's, making 1,000 calls): abandoned at its exit.
+    int (*own_heap)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "bobox_thread_own_heap");
+    if (own_heap) own_heap();
     for (int i = 0; i < 1000; i++) objs[i] = malloc(100);
     return NULL;
 }
