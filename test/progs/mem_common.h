@@ -1,5 +1,6 @@
 // mem_common.h - process memory readings for the memory-policy system tests.
 #pragma once
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +41,20 @@ static inline long env_long(const char *name, long fallback) {
             exit(1);                                                                            \
         }                                                                                       \
     } while (0)
+
+// Address space in use (VmSize), read without malloc: under a limit it may fail.
+static inline long vm_bytes(void) {
+    static char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    CHECK(fd >= 0, "open /proc/self/status");
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    CHECK(n > 0, "read /proc/self/status");
+    buf[n] = '\0';
+    char *v = strstr(buf, "VmSize:");
+    CHECK(v != NULL, "no VmSize in /proc/self/status");
+    return atol(v + 7) * 1024;
+}
 
 // One allocation that leaves the thread's fast path (a medium size); volatile so that the
 // compiler cannot drop the malloc/free pair.

@@ -17,20 +17,6 @@
 // plus room for the page map and heap records that may grow with it.
 #define SLACK (32L << 20)
 
-// Address space in use (VmSize), read without malloc: under the limit it may fail.
-static long vm_bytes(void) {
-    static char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    CHECK(fd >= 0, "open /proc/self/status");
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    CHECK(n > 0, "read /proc/self/status");
-    buf[n] = '\0';
-    char *v = strstr(buf, "VmSize:");
-    CHECK(v != NULL, "no VmSize in /proc/self/status");
-    return atol(v + 7) * 1024;
-}
-
 static void check_failure(size_t size) {
     CHECK(errno == ENOMEM, "NULL from malloc(%zu) with errno %d, not ENOMEM", size, errno);
     long left = LIMIT - vm_bytes();

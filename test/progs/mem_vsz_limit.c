@@ -12,19 +12,6 @@
 #define TOTAL (4L << 30)
 #define MAX_OBJS (8L << 20)
 
-static long vm_size(void) { // read without malloc: under the limit it may fail
-    static char buf[4096];
-    int fd = open("/proc/self/status", O_RDONLY);
-    CHECK(fd >= 0, "open /proc/self/status");
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    CHECK(n > 0, "read /proc/self/status");
-    buf[n] = '\0';
-    char *v = strstr(buf, "VmSize:");
-    CHECK(v != NULL, "no VmSize in /proc/self/status");
-    return atol(v + 7) * 1024;
-}
-
 static void *objs[MAX_OBJS];
 
 // Allocates sizes[i % n] until NULL or TOTAL bytes; returns the bytes allocated. Each object
@@ -52,13 +39,13 @@ static void free_all(long count) {
 }
 
 int main(void) {
-    long vm = vm_size();
+    long vm = vm_bytes();
     struct rlimit lim = {(rlim_t)(vm + HEADROOM), (rlim_t)(vm + HEADROOM)};
     CHECK(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS, %ld MB): errno %d", (long)lim.rlim_cur >> 20, errno);
     struct rlimit now;
     CHECK(getrlimit(RLIMIT_AS, &now) == 0, "getrlimit");
     printf("VmSize %ld MB, limit set to %ld MB, in force %ld MB, VmSize now %ld MB\n", vm >> 20,
-           (long)lim.rlim_cur >> 20, (long)now.rlim_cur >> 20, vm_size() >> 20);
+           (long)lim.rlim_cur >> 20, (long)now.rlim_cur >> 20, vm_bytes() >> 20);
 
     static const size_t mixed[] = {16, 100, 1000, 8000, 16000, 100000, 500000, 2 << 20, 30 << 20};
     long count, total = fill(mixed, sizeof mixed / sizeof mixed[0], &count);
