@@ -22,6 +22,9 @@ static void release_kept(bx_heap_t *h, bool idle_only) {
             else if (idle_only)
                 bx_bin_empty_front(b);
             bx_bin_release_kept(b);
+            /* Pages of its blocks with no live object left (after its chains: a block keeps
+             * its other pages). */
+            if (idle_only) bx_heap_purge_idle_bin(h, i);
         }
         h->allocs_at_tick[i] = bx_bin_allocs(b);
     }

@@ -202,7 +202,8 @@ void *bx_bin_refill_listed(bx_bin_t *b) {
     bx_block_t *blk = list_take(b, BX_LIST_ALMOST_FULL);
     if (!blk) blk = list_take(b, BX_LIST_ALMOST_EMPTY);
     if (!blk) return NULL;
-    /* All its free objects become one chain on top. */
+    /* All its free objects become one chain on top: those of pages given back too. */
+    bx_block_unpurge(blk);
     bx_bin_push_chain(b, blk, bx_block_free_count(blk));
     return bx_bin_alloc(b);
 }
@@ -290,6 +291,14 @@ void bx_bin_front_full(bx_bin_t *b) {
     if (++b->front_full_frees < BX_FRONT_BATCH) return;
     bx_bin_empty_front(b);
     b->front.cap = 0;
+}
+
+size_t bx_bin_purge_pages(bx_bin_t *b) {
+    size_t bytes = 0;
+    for (unsigned list = BX_LIST_ALMOST_FULL; list < BX_LIST_COUNT; list++)
+        for (bx_block_t *blk = b->lists[bx_bin_list_slot(list)]; blk; blk = blk->next)
+            if (!blk->chain_refs && !bx_block_is_keep(blk)) bytes += bx_block_purge_pages(blk);
+    return bytes;
 }
 
 void bx_bin_flush(bx_bin_t *b) {

@@ -110,6 +110,9 @@ bool bx_bin_release_empty_top(bx_bin_t *b);
 /* Empties the front cache, then drops every chain: blocks go to their lists, entirely free
  * ones back to the cache. */
 void bx_bin_flush(bx_bin_t *b);
+/* Gives back the pages of the bin's listed blocks that hold no live object (blocks that
+ * chains name are left alone: their counts include those pages' slots); the bytes. */
+size_t bx_bin_purge_pages(bx_bin_t *b);
 /* Validates the front cache, chains, lists, counts and every block (bx_block_check); false on
  * any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);
