@@ -32,10 +32,12 @@ static void release_kept(bx_heap_t *h, bool idle_only) {
 
 void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
     if (level == BX_RELEASE_TICK) {
+        bx_node_giving_idle = true; /* all of it idle for a delay */
         release_kept(h, true);
         bx_outbox_flush(&h->outbox);
         bx_blockcache_decay(&h->small_blocks);
         for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_decay(&h->medium[i]);
+        bx_node_giving_idle = false;
         return;
     }
     /* Everything free: remote frees in, chains dropped, kept objects home, caches empty. */

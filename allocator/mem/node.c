@@ -170,12 +170,15 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
     return sb;
 }
 
+__thread bool bx_node_giving_idle;
+
 void bx_node_give(bx_superblock_t *sb) {
     /* Stale pointers into it must no longer look like ours. */
     bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, 0);
     bx_node_t *n = &nodes[sb->node];
     sb->tag = 0;
-    uint64_t now = sb->cached_since_ms = bx_now_ms();
+    uint64_t now = bx_now_ms();
+    sb->cached_since_ms = bx_node_giving_idle && now > bx_options.decay_ms ? now - bx_options.decay_ms : now;
     bx_lock(&n->lock);
     n->in_use--;
     sb->next = n->cache;
