@@ -104,6 +104,13 @@ static inline bx_block_t *bx_block_of(const void *p) {
     uintptr_t index = (a & (BX_SUPERBLOCK_ALIGN - 1)) >> BX_BLOCK_SHIFT;
     return (bx_block_t *)((a & ~(uintptr_t)(BX_SUPERBLOCK_ALIGN - 1)) + BX_SB_DESCS_OFFSET + index * BX_BLOCK_DESC);
 }
+/* The same, given any `off` that equals p modulo BX_SUPERBLOCK_ALIGN (p's arena offset): the
+ * block's index comes from off, which the caller no longer needs, and only the superblock's
+ * start from p. */
+static inline bx_block_t *bx_block_of_offset(const void *p, uintptr_t off) {
+    uintptr_t index = (off & (BX_SUPERBLOCK_ALIGN - 1)) >> BX_BLOCK_SHIFT;
+    return (bx_block_t *)(((uintptr_t)p & ~(uintptr_t)(BX_SUPERBLOCK_ALIGN - 1)) + BX_SB_DESCS_OFFSET + index * BX_BLOCK_DESC);
+}
 /* The start of the block holding p. */
 static inline char *bx_block_mem_of(const void *p) { return (char *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK); }
 static inline char *bx_block_first(const bx_block_t *b) { return b->mem; }
