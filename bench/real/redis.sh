@@ -5,7 +5,7 @@
 # LPUSH, LRANGE_100) of N requests each over 100,000 random keys. The server runs as a child
 # of this script so that the harness's peak RSS and CPU time include it; it is stopped (no
 # save) when done.
-# Usage: redis.sh N   Prints RESULT workload=redis ... unit=requests/s.
+# Usage: redis.sh N   Prints RESULT workload=redis ... unit=requests/s server_cpu_s=... server_hwm_kb=....
 # Exit 2 when redis-server or redis-benchmark is missing (bench.sh skips the workload then).
 set -euo pipefail
 PRELOAD=${LD_PRELOAD:-}
@@ -52,6 +52,11 @@ start=$(date +%s.%N)
 out=$(redis-benchmark -h 127.0.0.1 -p "$port" -P 16 -c 50 -r 100000 -n "$n" -t "$TESTS" --csv 2>&1) \
     || { echo "$out" >&2; die "redis-benchmark failed"; }
 end=$(date +%s.%N)
+# The server's own CPU time (utime + stime, clock ticks) and peak RSS: the client shares this
+# machine's cores, so its scheduling moves the throughput more than the allocator does.
+read -r -a stat < <(sed 's/^.*) //' "/proc/$srv/stat")
+cpu_ticks=$((stat[11] + stat[12]))
+hwm_kb=$(awk '/^VmHWM:/ {print $2}' "/proc/$srv/status")
 # One CSV line per test; the server must have processed at least every request sent.
 lines=$(grep -c '^"[A-Z]' <<<"$out" || true)
 [ "$lines" -ge $NTESTS ] || { echo "$out" >&2; die "redis-benchmark reported $lines of $NTESTS tests"; }
@@ -59,5 +64,6 @@ cmds=$(redis-cli -h 127.0.0.1 -p "$port" info stats | sed -n 's/^total_commands_
 [ "${cmds:-0}" -ge $((NTESTS * n)) ] || die "the server processed ${cmds:-no} commands of $((NTESTS * n))"
 keys=$(redis-cli -h 127.0.0.1 -p "$port" dbsize)
 [ "${keys:-0}" -gt 0 ] || die "the server holds no keys after the SETs"
-awk -v n=$((NTESTS * n)) -v s="$start" -v e="$end" -v k="$keys" \
-    'BEGIN {printf "RESULT workload=redis requests=%d keys=%d secs=%.6f throughput=%.2f unit=requests/s\n", n, k, e - s, n / (e - s)}'
+awk -v n=$((NTESTS * n)) -v s="$start" -v e="$end" -v k="$keys" -v c="$cpu_ticks" -v hz="$(getconf CLK_TCK)" -v m="$hwm_kb" \
+    'BEGIN {printf "RESULT workload=redis requests=%d keys=%d secs=%.6f throughput=%.2f unit=requests/s server_cpu_s=%.2f server_hwm_kb=%d\n",
+            n, k, e - s, n / (e - s), c / hz, m}'

@@ -256,6 +256,16 @@ if [ $NARROW = 0 ] || [ -z "$ONLY" ]; then
   else rm -f "$LOCK_CSV.tmp"; echo "bench: lockbench failed" >&2; fi
 fi
 
+# ---- Redis, ranked over rounds (scripts/bench/redis-rank.sh) -------------------------------
+RANK_CSV=results/redis-rank.csv RANK_MD=results/redis-rank.md
+[ $NARROW = 1 ] && RANK_CSV=${CSV%.csv}-redis-rank.csv RANK_MD=${CSV%.csv}-redis-rank.md
+if case " $(echo $WORKLOADS) " in *" redis "*) true ;; *) false ;; esac; then
+  rank_allocs=$(for a in $ACTIVE; do case $a in bobox-pin*) ;; *) echo $a ;; esac; done)
+  [ "$MODE" = quick ] && : "${REDIS_ROUNDS:=3}"
+  scripts/bench/redis-rank.sh --alloc "$(echo $rank_allocs | tr ' ' ,)" --rounds "${REDIS_ROUNDS:-9}" \
+      --requests "$n_redis" --out "$RANK_CSV" --md "$RANK_MD" || echo "bench: redis-rank.sh failed" >&2
+fi
+
 # ---- report -------------------------------------------------------------------------------
 END=$(date +%s)
 META=${CSV%.csv}.meta
