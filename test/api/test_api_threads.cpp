@@ -818,6 +818,91 @@ TEST_CASE("remote frees past the owner's inbox while it sleeps: every object com
 }
 
 // ---------------------------------------------------------------------------------------------
+TEST_CASE("producer -> consumer in bulk: contents survive, no object twice, memory returns", "[api][threads][remote]") {
+    // Lever and Boreham's shape (bench/bulkpc.c): two threads allocate batches of 4,096
+    // objects of 64 B and fill them; two others free them in allocation order, so whole
+    // runs of a block go home together (remote.h). Every object must reach its consumer as
+    // written, no address may be handed out while it is still in flight, and once the
+    // threads are gone the memory must go back.
+    constexpr int BATCH = 4096, STACK_MAX = 100, PRODUCERS = 2, CONSUMERS = 2;
+    const int batches = 60;
+    struct Batch { uint64_t tag; void *obj[BATCH]; };
+    std::mutex mu, live_mu;
+    std::condition_variable not_empty, not_full;
+    std::vector<Batch *> stack;
+    std::set<void *> live; // addresses in flight
+    int producers_left = PRODUCERS;
+    std::atomic<long> bad{0}, twice{0}, freed{0};
+    a_malloc_trim(0);
+    size_t rss_start = rss_bytes();
+    std::atomic<size_t> rss_peak{0};
+    std::vector<std::thread> ts;
+    for (int p = 0; p < PRODUCERS; p++)
+        ts.emplace_back([&, p] { a_own_heap();
+            for (int b = 0; b < batches; b++) {
+                auto *bt = static_cast<Batch *>(a_malloc(sizeof(Batch)));
+                if (!bt) { bad++; break; }
+                bt->tag = (uint64_t)p << 32 | (uint64_t)b << 12;
+                for (int j = 0; j < BATCH; j++) {
+                    auto *o = static_cast<uint64_t *>(a_malloc(64));
+                    if (!o) { bad++; o = nullptr; }
+                    else for (int k = 0; k < 8; k++) o[k] = (bt->tag + (uint64_t)j) * 8 + (uint64_t)k;
+                    bt->obj[j] = o;
+                }
+                {
+                    std::lock_guard<std::mutex> g(live_mu);
+                    for (void *o : bt->obj) if (o && !live.insert(o).second) twice++;
+                }
+                std::unique_lock<std::mutex> g(mu);
+                not_full.wait(g, [&] { return stack.size() < STACK_MAX; });
+                stack.push_back(bt);
+                if (b % 8 == 0) rss_peak = std::max(rss_peak.load(), rss_bytes());
+                not_empty.notify_one();
+            }
+            std::lock_guard<std::mutex> g(mu);
+            if (--producers_left == 0) not_empty.notify_all();
+        });
+    for (int c = 0; c < CONSUMERS; c++)
+        ts.emplace_back([&] { a_own_heap();
+            for (;;) {
+                Batch *bt;
+                {
+                    std::unique_lock<std::mutex> g(mu);
+                    not_empty.wait(g, [&] { return !stack.empty() || producers_left == 0; });
+                    if (stack.empty()) break;
+                    bt = stack.back();
+                    stack.pop_back();
+                    not_full.notify_one();
+                }
+                {
+                    std::lock_guard<std::mutex> g(live_mu);
+                    for (void *o : bt->obj) if (o) live.erase(o);
+                }
+                for (int j = 0; j < BATCH; j++) {
+                    auto *o = static_cast<uint64_t *>(bt->obj[j]);
+                    if (!o) continue;
+                    for (int k = 0; k < 8; k++)
+                        if (o[k] != (bt->tag + (uint64_t)j) * 8 + (uint64_t)k) { bad++; break; }
+                    a_free(o);
+                    freed++;
+                }
+                a_free(bt);
+            }
+        });
+    for (auto &t : ts) t.join();
+    REQUIRE(bad.load() == 0);
+    REQUIRE(twice.load() == 0);
+    REQUIRE(freed.load() == (long)PRODUCERS * batches * BATCH);
+    REQUIRE(live.empty());
+    a_malloc_trim(0);
+    size_t rss_end = rss_bytes();
+    INFO("RSS at the start " << rss_start / 1024 << " KB, at most " << rss_peak / 1024
+                             << " KB, after the run and malloc_trim " << rss_end / 1024 << " KB");
+    // 31 MB of objects went through: a run that never reached its owner keeps its block.
+    if (get_stats_ptr()) REQUIRE(rss_end <= rss_start + 8 * MB);
+}
+
+// ---------------------------------------------------------------------------------------------
 TEST_CASE("a thread keeps at most 2 MB of other heaps' objects: the rest go home at once", "[api][threads][remote]") {
     // The keeper allocates every size from 512 B to 2 KB, then frees about 10 MB of the owner's
     // objects of those sizes; the limits of their 23 size classes add up to 6 MB. Its next
