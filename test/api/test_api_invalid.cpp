@@ -244,6 +244,25 @@ TEST_CASE("a write after free of an object on its way back from another thread a
     REQUIRE(child.second.find("(objects other threads freed)") != std::string::npos);
 }
 
+TEST_CASE("a write after free of an object in a run of another thread's frees aborts the malloc that reaches it", "[api][invalid][corrupted]") {
+    if (foreign_allowed() || checked_mode()) return;
+    auto child = in_child([&] {
+        // Runs (small/remote.h) are linked in the block's own list format and spliced whole:
+        // a link a stale pointer changed is caught when malloc takes the object before it.
+        std::vector<void *> objs(24000);
+        for (void *&p : objs) p = a_malloc(48);
+        std::thread([&objs] {
+            for (void *p : objs) a_free(p);
+            for (size_t i = 18000; i < objs.size(); i++) write_after_free(objs[i], 0, 0x5a);
+        }).join();
+        for (int i = 0; i < 100000; i++) a_malloc(48); // the owner drains on its way
+        _exit(0);
+    });
+    INFO(child.second);
+    REQUIRE(child.first == SIGABRT);
+    REQUIRE(child.second.find("bobox: malloc(): corrupted free list at 0x") != std::string::npos);
+}
+
 TEST_CASE("objects another thread keeps are not listed through their memory: a write after free is never followed",
           "[api][invalid][corrupted]") {
     if (foreign_allowed() || checked_mode()) return;
