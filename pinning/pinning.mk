@@ -18,9 +18,14 @@ PIN_TEST_SRCS := $(wildcard test/pin/*.cpp)
 $(BUILD)/test/pin/%.o: pinning/%.c $(PIN_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -Ipinning -c $< -o $@
-$(BUILD)/test/unit_pin: $(PIN_TEST_SRCS) $(PIN_SRCS:pinning/%.c=$(BUILD)/test/pin/%.o) $(CATCH_MAIN) $(PIN_HDRS)
-	$(CXX) $(TEST_CXXFLAGS) -Ipinning -DBOBOX_FIXTURES='"$(CURDIR)/test/fixtures/topo"' -o $@ \
-		$(PIN_TEST_SRCS) $(PIN_SRCS:pinning/%.c=$(BUILD)/test/pin/%.o) $(CATCH_MAIN)
+# (each source on its own, after the precompiled Catch2 header, as the Makefile's test objects)
+$(TEST_OBJ)/pin/%.o: %.cpp $(CATCH_PCH).gch pinning/pinning.mk
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) -Ipinning -DBOBOX_FIXTURES='"$(CURDIR)/test/fixtures/topo"' -include $(CATCH_PCH) -MMD -MP -c $< -o $@
+PIN_TEST_OBJS := $(PIN_TEST_SRCS:%.cpp=$(TEST_OBJ)/pin/%.o)
+-include $(PIN_TEST_OBJS:.o=.d)
+$(BUILD)/test/unit_pin: $(PIN_TEST_OBJS) $(PIN_SRCS:pinning/%.c=$(BUILD)/test/pin/%.o) $(CATCH_MAIN)
+	$(CXX) $(TEST_CXXFLAGS) -o $@ $(PIN_TEST_OBJS) $(PIN_SRCS:pinning/%.c=$(BUILD)/test/pin/%.o) $(CATCH_MAIN)
 
 all: $(BUILD)/libbobox-pin.so $(BUILD)/bobox-run
 TEST_BINS += $(BUILD)/test/unit_pin $(BUILD)/libbobox-pin.so $(BUILD)/bobox-run

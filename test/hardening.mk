@@ -18,10 +18,12 @@ STRESS_HDRS := $(wildcard test/stress/*.h) test/api/api.h
 PRELOAD_STRESS_SRCS := test/stress/test_fork_storm.cpp test/stress/test_churn.cpp test/stress/test_oom.cpp test/stress/test_races.cpp
 
 # ---- stress tests in `make test` -----------------------------------------------------------
-$(BUILD)/test/unit_stress: $(STRESS_SRCS) $(STRESS_HDRS) $(CATCH_MAIN) $(LIBBOBOX_A) test/hardening.mk
-	$(CXX) $(TEST_CXXFLAGS) -DAPI_PREFIXED -o $@ $(STRESS_SRCS) $(CATCH_MAIN) $(LIBBOBOX_A)
-$(BUILD)/test/preload_stress: $(PRELOAD_STRESS_SRCS) $(STRESS_HDRS) $(CATCH_MAIN) $(LIBBOBOX_SO) test/hardening.mk
-	$(CXX) $(TEST_CXXFLAGS) -o $@ $(PRELOAD_STRESS_SRCS) $(CATCH_MAIN) -ldl
+# (each source compiled on its own, as the Makefile's Catch2 objects: $(TEST_OBJ)/...)
+$(BUILD)/test/unit_stress: $(call prefixed_objs,$(STRESS_SRCS)) $(CATCH_MAIN) $(LIBBOBOX_A) test/hardening.mk
+	$(CXX) $(TEST_CXXFLAGS) -o $@ $(call prefixed_objs,$(STRESS_SRCS)) $(CATCH_MAIN) $(LIBBOBOX_A)
+$(BUILD)/test/preload_stress: $(call plain_objs,$(PRELOAD_STRESS_SRCS)) $(CATCH_MAIN) $(LIBBOBOX_SO) test/hardening.mk
+	$(CXX) $(TEST_CXXFLAGS) -o $@ $(call plain_objs,$(PRELOAD_STRESS_SRCS)) $(CATCH_MAIN) -ldl
+-include $(patsubst %.o,%.d,$(call prefixed_objs,$(STRESS_SRCS)) $(call plain_objs,$(PRELOAD_STRESS_SRCS)))
 
 TEST_BINS += $(BUILD)/test/unit_stress $(BUILD)/test/preload_stress
 
@@ -62,23 +64,46 @@ $(FUZZ_DIR)/libbobox.a: $(HARD_ALLOC_SRCS:%.c=$(FUZZ_DIR)/%.o)
 
 # Catch2's main (build/test/catch_main.o, g++) is linked as it is: it runs in the test thread
 # only, and instrumenting it would cost a minute of compiling for nothing.
+# Each test source is compiled on its own, after Catch2's header precompiled once per
+# sanitizer (clang's .pch must match the sanitizer flags), as the Makefile's g++ objects:
+#   <san>/obj/plain/X.o, <san>/obj/prefixed/X.o (-DAPI_PREFIXED)
+# san_rules: DIR FLAGS
+define san_rules
+$(1)/pch/catch_pch.hpp.pch: test/hardening.mk Makefile
+	@mkdir -p $$(dir $$@)
+	@echo '#include <catch2/catch.hpp>' >$(1)/pch/catch_pch.hpp
+	$$(CLANGXX) $$(SAN_CXXFLAGS) $(2) -MD -MP -MF $$@.d -MT $$@ -x c++-header $(1)/pch/catch_pch.hpp -o $$@
+$(1)/obj/plain/%.o: %.cpp $(1)/pch/catch_pch.hpp.pch
+	@mkdir -p $$(dir $$@)
+	$$(CLANGXX) $$(SAN_CXXFLAGS) $(2) -include-pch $(1)/pch/catch_pch.hpp.pch -MMD -MP -c $$< -o $$@
+$(1)/obj/prefixed/%.o: %.cpp $(1)/pch/catch_pch.hpp.pch
+	@mkdir -p $$(dir $$@)
+	$$(CLANGXX) $$(SAN_CXXFLAGS) $(2) -DAPI_PREFIXED -include-pch $(1)/pch/catch_pch.hpp.pch -MMD -MP -c $$< -o $$@
+-include $(1)/pch/catch_pch.hpp.pch.d
+endef
+$(eval $(call san_rules,$(ASAN_DIR),$(ASAN_FLAGS)))
+$(eval $(call san_rules,$(TSAN_DIR),$(TSAN_FLAGS)))
+san_objs = $(patsubst %.cpp,$(1)/obj/$(2)/%.o,$(3))
+
 # ASan+UBSan: every unit, API and stress test.
 $(ASAN_DIR)/unit/%.o: test/unit/%.c $(HARD_ALLOC_HDRS) test/hardening.mk
 	@mkdir -p $(dir $@)
 	$(CLANG) $(SAN_LIB_CFLAGS) $(ASAN_FLAGS) -c $< -o $@
-$(ASAN_DIR)/unit_alloc: $(UNIT_SRCS) $(UNIT_C_OBJS:$(BUILD)/test/%=$(ASAN_DIR)/%) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a $(wildcard test/*.h*)
-	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -o $@ $(UNIT_SRCS) $(UNIT_C_OBJS:$(BUILD)/test/%=$(ASAN_DIR)/%) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
-$(ASAN_DIR)/unit_api: $(API_SRCS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a $(wildcard test/*.h* test/api/*.h)
-	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -DAPI_PREFIXED -o $@ $(API_SRCS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a -ldl
-$(ASAN_DIR)/unit_stress: $(STRESS_SRCS) $(STRESS_HDRS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
-	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -DAPI_PREFIXED -o $@ $(STRESS_SRCS) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
+$(ASAN_DIR)/unit_alloc: $(call san_objs,$(ASAN_DIR),plain,$(UNIT_SRCS)) $(UNIT_C_OBJS:$(BUILD)/test/%=$(ASAN_DIR)/%) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
+	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -o $@ $(call san_objs,$(ASAN_DIR),plain,$(UNIT_SRCS)) $(UNIT_C_OBJS:$(BUILD)/test/%=$(ASAN_DIR)/%) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
+$(ASAN_DIR)/unit_api: $(call san_objs,$(ASAN_DIR),prefixed,$(API_SRCS)) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
+	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -o $@ $(call san_objs,$(ASAN_DIR),prefixed,$(API_SRCS)) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a -ldl
+$(ASAN_DIR)/unit_stress: $(call san_objs,$(ASAN_DIR),prefixed,$(STRESS_SRCS)) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
+	$(CLANGXX) $(SAN_CXXFLAGS) $(ASAN_FLAGS) -o $@ $(call san_objs,$(ASAN_DIR),prefixed,$(STRESS_SRCS)) $(CATCH_MAIN) $(ASAN_DIR)/libbobox.a
 
 # TSan: the thread-heavy API tests and the stress tests.
 TSAN_API_SRCS := test/api/test_api_threads.cpp test/api/test_api_realloc_threads.cpp
-$(TSAN_DIR)/unit_api_threads: $(TSAN_API_SRCS) $(CATCH_MAIN) $(TSAN_DIR)/libbobox.a $(wildcard test/*.h* test/api/*.h)
-	$(CLANGXX) $(SAN_CXXFLAGS) $(TSAN_FLAGS) -DAPI_PREFIXED -o $@ $(TSAN_API_SRCS) $(CATCH_MAIN) $(TSAN_DIR)/libbobox.a -ldl
-$(TSAN_DIR)/unit_stress: $(STRESS_SRCS) $(STRESS_HDRS) $(CATCH_MAIN) $(TSAN_DIR)/libbobox.a
-	$(CLANGXX) $(SAN_CXXFLAGS) $(TSAN_FLAGS) -DAPI_PREFIXED -o $@ $(STRESS_SRCS) $(CATCH_MAIN) $(TSAN_DIR)/libbobox.a
+$(TSAN_DIR)/unit_api_threads: $(call san_objs,$(TSAN_DIR),prefixed,$(TSAN_API_SRCS)) $(CATCH_MAIN) $(TSAN_DIR)/libbobox.a
+	$(CLANGXX) $(SAN_CXXFLAGS) $(TSAN_FLAGS) -o $@ $(call san_objs,$(TSAN_DIR),prefixed,$(TSAN_API_SRCS)) $(CATCH_MAIN) $(TSAN_DIR)/libbobox.a -ldl
+$(TSAN_DIR)/unit_stress: $(call san_objs,$(TSAN_DIR),prefixed,$(STRESS_SRCS)) $(CATCH_MAIN) $(TSAN_DIR)/libbobox.a
+	$(CLANGXX) $(SAN_CXXFLAGS) $(TSAN_FLAGS) -o $@ $(call san_objs,$(TSAN_DIR),prefixed,$(STRESS_SRCS)) $(CATCH_MAIN) $(TSAN_DIR)/libbobox.a
+-include $(patsubst %.o,%.d,$(call san_objs,$(ASAN_DIR),plain,$(UNIT_SRCS)) $(call san_objs,$(ASAN_DIR),prefixed,$(API_SRCS) $(STRESS_SRCS)) \
+         $(call san_objs,$(TSAN_DIR),prefixed,$(TSAN_API_SRCS) $(STRESS_SRCS)))
 
 ASAN_BINS := $(ASAN_DIR)/unit_alloc $(ASAN_DIR)/unit_api $(ASAN_DIR)/unit_stress
 TSAN_BINS := $(TSAN_DIR)/unit_api_threads $(TSAN_DIR)/unit_stress

@@ -192,9 +192,12 @@ static int tcache_enabled(const req_t *r) {
 }
 
 /* Bytes the calling thread's heap handed out and got back (its own frees, by size class;
- * large objects count when the thread frees them). */
+ * large objects count when the thread frees them). A thread that asks takes a heap of its
+ * own from then on (jemalloc's counters are read as differences): what it allocated on its
+ * CPU's shared heap before is no one thread's. */
 static void thread_bytes(uint64_t *allocated, uint64_t *deallocated) {
     bx_ensure_init();
+    if (!bx_tls_heap) bx_thread_acquire();
     bx_heap_t *h = bx_tls_heap;
     *allocated = *deallocated = 0;
     if (!h) return;
@@ -309,6 +312,7 @@ READ_ONLY_LEAF(bobox_released, size_t, now_stats().released_bytes)
 READ_ONLY_LEAF(bobox_remote_frees, size_t, now_stats().remote_frees)
 READ_ONLY_LEAF(bobox_heaps_live, size_t, now_stats().heaps_live)
 READ_ONLY_LEAF(bobox_heaps_abandoned, size_t, now_stats().heaps_abandoned)
+READ_ONLY_LEAF(bobox_heaps_shared, size_t, bx_stats_shared_heaps())
 READ_ONLY_LEAF(bobox_large_cached, size_t, now_stats().large_cached_bytes)
 READ_ONLY_LEAF(bobox_cache_bytes, size_t, bx_options.cache_bytes)
 
@@ -347,7 +351,8 @@ static const node_t bobox_stats[] = {
     LEAF("in_use", bobox_in_use),         LEAF("mapped", bobox_mapped),
     LEAF("peak_mapped", bobox_peak_mapped), LEAF("released", bobox_released),
     LEAF("remote_frees", bobox_remote_frees), LEAF("heaps_live", bobox_heaps_live),
-    LEAF("heaps_abandoned", bobox_heaps_abandoned), LEAF("large_cached", bobox_large_cached),
+    LEAF("heaps_abandoned", bobox_heaps_abandoned), LEAF("heaps_shared", bobox_heaps_shared),
+    LEAF("large_cached", bobox_large_cached),
 };
 static const node_t bobox_prof[] = {LEAF("dump", prof_dump)};
 static const node_t bobox[] = {
@@ -483,9 +488,10 @@ BX_API void bobox_stats_print(void (*write_cb)(void *, const char *), void *cbop
     for (int node = 0; node < bx_node_count(); node++)
         out(write_cb, cbopaque, "bobox: node %d: superblocks in use %zu, cached %zu\n", node,
             bx_node_superblocks_in_use_on(node), bx_node_superblocks_cached_on(node));
-    out(write_cb, cbopaque, "bobox: large objects %zu (%zu KB), large cache %zu KB; heaps live %zu, abandoned %zu\n",
+    out(write_cb, cbopaque,
+        "bobox: large objects %zu (%zu KB), large cache %zu KB; heaps live %zu, shared %zu, abandoned %zu\n",
         s.s.large_objects, s.s.large_bytes / 1024, s.s.large_cached_bytes / 1024, s.s.heaps_live,
-        s.s.heaps_abandoned);
+        bx_stats_shared_heaps(), s.s.heaps_abandoned);
     out(write_cb, cbopaque, "--- End jemalloc statistics ---\n");
 }
 

@@ -51,9 +51,8 @@ static BX_NOINLINE void free_medium(uintptr_t entry, void *p) {
     free_slow(p);
 }
 
-/* A pointer into a small-object block: the local fast path, or another heap's object. */
-static inline __attribute__((always_inline)) void free_in_small_block(void *p) {
-    bx_block_t *blk = bx_block_of(p);
+/* A pointer into a small-object block, blk: the local fast path, or another heap's object. */
+static inline __attribute__((always_inline)) void free_in_block(void *p, bx_block_t *blk) {
     bx_heap_t *h = bx_tls_fast;
     if (BX_LIKELY(blk->heap == h)) {
         if (BX_LIKELY(bx_classify_own_small(blk, p))) {
@@ -66,6 +65,7 @@ static inline __attribute__((always_inline)) void free_in_small_block(void *p) {
     }
     free_slow(p);
 }
+static inline __attribute__((always_inline)) void free_in_small_block(void *p) { free_in_block(p, bx_block_of(p)); }
 
 /* Whatever lies outside the small arena: the two-level map decides (small blocks too, of
  * superblocks the arena had no room for). */
@@ -81,8 +81,9 @@ static BX_NOINLINE void free_outside_arena(void *p) {
 }
 
 BX_API BX_HOT void bobox_free(void *p) {
-    if (BX_LIKELY(bx_in_small_arena(p)))
-        free_in_small_block(p);
+    uintptr_t off = bx_arena_offset(p);
+    if (BX_LIKELY(off < bx_arena.bytes))
+        free_in_block(p, bx_block_of_offset(p, off));
     else
         free_outside_arena(p);
 }

@@ -273,8 +273,27 @@ void bx_heap_follow_cpu(bx_heap_t *h) {
 /* A bin that frees into one block never starts a new chain, so when that block empties it
  * stays the bin's top chain. Before a refill cuts fresh memory, such blocks of other bins go
  * back to the cache for it: a scan of the bins, paid only when the heap would touch new
- * pages. */
-static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
+ * pages. A bin idle for BX_PURGE_IDLE_SCANS such scans (the heap grew by 1 MB in other
+ * sizes meanwhile) also gives back the pages of its blocks that hold no live object: a live
+ * set that moved to other sizes reuses them through the kernel, as a coalescing allocator
+ * would reuse the gaps. */
+#define BX_PURGE_IDLE_SCANS 16
+
+void bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin) {
+    bx_bin_t *b = &h->small[bin];
+    /* Its blocks change only by frees (the bin allocates nothing): none since the last pass,
+     * nothing to gain from walking them again. */
+    if (!bx_bin_formatted(b) || bx_bin_frees(b) == h->frees_at_purge[bin]) return;
+    h->frees_at_purge[bin] = bx_bin_frees(b);
+    /* Its chains go first: they pin their blocks (entirely free ones go to the cache, where
+     * any size takes them), and their counts include the slots a purge takes off. Its kept
+     * objects go home, of no use to a size not allocated (they would fill the keeps' bound
+     * for the sizes that are). */
+    bx_bin_flush(b);
+    bx_bin_release_kept(b);
+    bx_bin_purge_pages(b);
+}
+static void reclaim_before_growth(bx_heap_t *h, bx_bin_t *except) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         bx_bin_t *b = &h->small[i];
         /* Only bins that allocated nothing since the previous scan: the empty top of a bin
@@ -282,7 +301,15 @@ static void reclaim_empty_tops(bx_heap_t *h, bx_bin_t *except) {
          * blocks through the cache on every refill (merge sort: 1.17 s -> 1.55 s). */
         bool idle = bx_bin_allocs(b) == h->allocs_at_reclaim[i];
         h->allocs_at_reclaim[i] = bx_bin_allocs(b);
-        if (b != except && idle) bx_bin_release_empty_top(b);
+        if (!idle || b == except) {
+            h->idle_scans[i] = 0;
+            continue;
+        }
+        bx_bin_release_empty_top(b);
+        if (++h->idle_scans[i] == BX_PURGE_IDLE_SCANS) {
+            h->idle_scans[i] = 0;
+            bx_heap_purge_idle_bin(h, i);
+        }
     }
 }
 
@@ -308,7 +335,7 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
     if (!p) {
         /* Decided after the lists, not from their heads: blocks that chains name stay listed
          * until their chains go, and the refill skips them. */
-        if (bx_blockcache_would_grow(&h->small_blocks)) reclaim_empty_tops(h, b);
+        if (bx_blockcache_would_grow(&h->small_blocks)) reclaim_before_growth(h, b);
         p = bx_bin_refill_new(b, h);
     }
     /* Checked mode: the whole block a new chain starts on, once per refill. */

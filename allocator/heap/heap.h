@@ -42,6 +42,8 @@ typedef struct bx_heap {
     bx_bin_t *bin_for[BX_SMALL_STEPS];       /* malloc's table: the bin of each 16-byte step */
     bx_blockcache_t small_blocks;            /* 64 KB blocks for every small bin */
     size_t allocs_at_reclaim[BX_SMALL_BINS]; /* each bin's allocs at the last empty-top scan */
+    uint8_t idle_scans[BX_SMALL_BINS];       /* such scans in a row that found the bin idle */
+    size_t frees_at_purge[BX_SMALL_BINS];    /* each bin's frees when its pages were last given back */
     bx_blockcache_t medium[BX_MEDIUM_BINS];  /* one block allocator per medium bin */
     bx_heap_counters_t counters;
     bx_block_t keep[BX_SMALL_BINS] __attribute__((aligned(64)));
@@ -72,6 +74,10 @@ void bx_heap_reset_bin_table(bx_heap_t *h);
 /* The stand-in bin with an empty chain stack: every allocation from it fails into the slow
  * path (thread.h's table for threads without a heap). */
 extern bx_bin_t bx_heap_bin_none;
+
+/* A bin that allocates nothing gives back the pages of its blocks that hold no live object
+ * (bx_bin_purge_pages), when frees came in since it last did. */
+void bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin);
 
 /* A tick is wanted before its time: the process just became big enough for the reclaimer,
  * which starts at a tick (no lock is held there). */

@@ -22,6 +22,9 @@ static void release_kept(bx_heap_t *h, bool idle_only) {
             else if (idle_only)
                 bx_bin_empty_front(b);
             bx_bin_release_kept(b);
+            /* Pages of its blocks with no live object left (after its chains: a block keeps
+             * its other pages). */
+            if (idle_only) bx_heap_purge_idle_bin(h, i);
         }
         h->allocs_at_tick[i] = bx_bin_allocs(b);
     }
@@ -29,10 +32,12 @@ static void release_kept(bx_heap_t *h, bool idle_only) {
 
 void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
     if (level == BX_RELEASE_TICK) {
+        bx_node_giving_idle = true; /* all of it idle for a delay */
         release_kept(h, true);
         bx_outbox_flush(&h->outbox);
         bx_blockcache_decay(&h->small_blocks);
         for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_decay(&h->medium[i]);
+        bx_node_giving_idle = false;
         return;
     }
     /* Everything free: remote frees in, chains dropped, kept objects home, caches empty. */

@@ -32,6 +32,10 @@ typedef struct {
 extern bx_arena_range_t bx_arena __attribute__((visibility("hidden")));
 
 static inline bool bx_in_small_arena(const void *p) { return (uintptr_t)p - bx_arena.base < bx_arena.bytes; }
+/* p's offset in the arena (below bx_arena.bytes when p lies in it): the base is a multiple of
+ * BX_SUPERBLOCK_ALIGN, so the offset's low bits are p's, and bx_block_of_offset finds p's
+ * descriptor from it with no copy of p (free: one instruction fewer). */
+static inline uintptr_t bx_arena_offset(const void *p) { return (uintptr_t)p - bx_arena.base; }
 
 /* Reserves the arena (start-up, before any pointer of ours exists); once. */
 void bx_arena_init(void);

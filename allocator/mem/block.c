@@ -1,6 +1,8 @@
 /* block.c - formatting small-object blocks. */
 #include "mem/block.h"
 
+#include "os/os.h"
+
 bx_block_t bx_block_none = {.heap = BX_BLOCK_NO_OWNER};
 
 static uint32_t div_magic_for(uint32_t size) { return (uint32_t)((((uint64_t)1) << 32) / size + 1); }
@@ -23,6 +25,7 @@ void bx_block_init(bx_block_t *b, void *mem, struct bx_heap *heap, struct bx_rem
     b->chain_refs = 0;
     b->bin = (uint8_t)bin;
     b->list = BX_LIST_NONE;
+    b->purged = b->purged_slots = b->purge_seen = 0;
 }
 
 bool bx_block_check_header(const bx_block_t *b) {
@@ -75,7 +78,108 @@ bool bx_block_check(const bx_block_t *b) {
     /* Objects on their way back from other threads still count as used. */
     uint32_t never_used =
         (uint32_t)((size_t)(bx_block_first(b) + (size_t)b->capacity * b->size - bx_block_bump(b)) / b->size);
-    return listed + never_used == bx_block_free_count(b);
+    return listed + never_used + b->purged_slots == bx_block_free_count(b);
+}
+
+static uint32_t slot_index(const bx_block_t *b, uint32_t off) { return (uint32_t)(((uint64_t)off * b->div_magic) >> 32); }
+/* The first slot starting at or after byte `at` of the block. */
+static uint32_t first_slot_from(const bx_block_t *b, uint32_t at) { return (at + b->size - 1) / b->size; }
+static bool page_purged(uint16_t mask, uint32_t at) { return mask >> (at / BX_PURGE_PAGE) & 1; }
+
+size_t bx_block_purge_pages(bx_block_t *b) {
+    uint32_t free = bx_block_free_count(b);
+    if (free == b->purge_seen || bx_os_page_size() != BX_PURGE_PAGE) return 0;
+    b->purge_seen = (uint16_t)free;
+    uint32_t size = b->size, carved = b->carved / size;
+    uint64_t listed_map[BX_BLOCK_SIZE / BX_ALIGNMENT / 64] = {0};
+    uint32_t listed = 0;
+    if (b->free != BX_FREE_END && !listed_ok(b, b->free)) bx_block_corrupt(b);
+    for (uintptr_t off = b->free; off != BX_FREE_END;) {
+        uintptr_t next = *(const uintptr_t *)(b->mem + off) ^ bx_link_secret;
+        /* Named as malloc names it: the object whose link was written over. */
+        if (++listed > b->capacity || (next != BX_FREE_END && !listed_ok(b, next)))
+            bx_free_object_corrupt("malloc()", b->mem + off);
+        uint32_t i = slot_index(b, (uint32_t)off);
+        off = next;
+        listed_map[i / 64] |= (uint64_t)1 << (i % 64);
+    }
+    /* A page goes when every carved slot overlapping it is free: listed, or off the list on a
+     * page that went before. It is recorded when a carved slot starts on it (that slot is
+     * then listed again by bx_block_unpurge); a page in the middle of a slot holds no link. */
+    uint16_t mask = b->purged, loose = 0;
+    for (uint32_t page = 0; page < BX_PURGE_PAGES; page++) {
+        uint32_t start = page * BX_PURGE_PAGE, end = start + BX_PURGE_PAGE;
+        if (mask >> page & 1 || start / size >= carved) continue; /* none of its bytes written */
+        uint32_t stop = (end - 1) / size + 1;
+        if (stop > carved) stop = carved;
+        bool all_free = true;
+        for (uint32_t i = start / size; i < stop && all_free; i++)
+            all_free = (listed_map[i / 64] >> (i % 64) & 1) || page_purged(b->purged, i * size);
+        if (!all_free) continue;
+        uint32_t starting = first_slot_from(b, start);
+        if (starting < carved && starting * size < end)
+            mask = (uint16_t)(mask | 1u << page);
+        else
+            loose = (uint16_t)(loose | 1u << page);
+    }
+    uint16_t gone = (uint16_t)((mask & ~b->purged) | loose);
+    if (!gone) return 0;
+    /* Slots starting on a recorded page past the carved ones are carved now, free and off the
+     * list with the others: every slot starting on a recorded page is one to list again. */
+    uint32_t top = 0;
+    for (uint32_t page = 0; page < BX_PURGE_PAGES; page++)
+        if (mask >> page & 1) top = page + 1;
+    uint32_t covered = first_slot_from(b, top * BX_PURGE_PAGE);
+    if (covered > b->capacity) covered = b->capacity;
+    if (covered < carved) covered = carved;
+    if (covered > carved) {
+        b->carved = covered * size;
+        __atomic_store_n(&b->slot_limit, covered * bx_block_slot_step(b), __ATOMIC_RELAXED);
+    }
+    /* The list anew, in address order, without the slots of the pages going. */
+    uintptr_t head = BX_FREE_END;
+    uint32_t off_list = 0;
+    for (uint32_t i = covered; i-- > 0;) {
+        bool was_listed = listed_map[i / 64] >> (i % 64) & 1;
+        if (page_purged(mask, i * size)) {
+            off_list += was_listed || i >= carved;
+            continue;
+        }
+        if (!was_listed) continue;
+        *(uintptr_t *)(b->mem + (size_t)i * size) = head ^ bx_link_secret;
+        head = (uintptr_t)i * size;
+    }
+    b->free = (uint16_t)head;
+    b->purged = mask;
+    b->purged_slots = (uint16_t)(b->purged_slots + off_list);
+    /* One call per run of pages. */
+    size_t bytes = 0;
+    for (uint32_t page = 0; page < BX_PURGE_PAGES;) {
+        uint32_t run = 0;
+        while (page + run < BX_PURGE_PAGES && gone >> (page + run) & 1) run++;
+        if (run) {
+            bx_os_purge(b->mem + (size_t)page * BX_PURGE_PAGE, (size_t)run * BX_PURGE_PAGE);
+            bytes += (size_t)run * BX_PURGE_PAGE;
+        }
+        page += run ? run : 1;
+    }
+    return bytes;
+}
+
+void bx_block_unpurge(bx_block_t *b) {
+    if (!b->purged) return;
+    uintptr_t key = bx_block_key(b);
+    uint32_t size = b->size, carved = b->carved / size;
+    for (uint32_t i = carved; i-- > 0;) {
+        if (!page_purged(b->purged, i * size)) continue;
+        uintptr_t *obj = (uintptr_t *)(b->mem + (size_t)i * size);
+        if (bx_object_keyed(obj, key))
+            bx_fatalf("free(): double free of %p: it was freed again after its page was given back", (void *)obj);
+        obj[0] = b->free ^ bx_link_secret;
+        obj[1] = key;
+        b->free = (uint16_t)((uintptr_t)i * size);
+    }
+    b->purged = b->purged_slots = b->purge_seen = 0;
 }
 
 bool bx_block_demote_head(bx_block_t *b, const void *obj) {

@@ -56,6 +56,11 @@ typedef struct bx_block {
     uint16_t used;                /* objects handed out and not freed */
     uint16_t chain_refs;          /* chain records naming this block */
     uint8_t list;                 /* enum bx_block_list */
+    uint16_t purged;              /* pages given back while every slot on them was free, one
+                                  * bit per BX_PURGE_PAGE: the slots starting on them are off
+                                  * the list until bx_block_unpurge (the owner's alone) */
+    uint16_t purged_slots;        /* those slots: free, neither listed nor fresh */
+    uint16_t purge_seen;          /* free count at the last bx_block_purge_pages */
     struct bx_block *prev, *next; /* links of the list named by `list` */
     void **kept;                  /* a keep block's objects, `carved` of them (keep.h) */
     char *mem;                    /* the block's 64 KB (malloc's pop adds the offset to it) */
@@ -99,6 +104,13 @@ static inline bx_block_t *bx_block_of(const void *p) {
     uintptr_t index = (a & (BX_SUPERBLOCK_ALIGN - 1)) >> BX_BLOCK_SHIFT;
     return (bx_block_t *)((a & ~(uintptr_t)(BX_SUPERBLOCK_ALIGN - 1)) + BX_SB_DESCS_OFFSET + index * BX_BLOCK_DESC);
 }
+/* The same, given any `off` that equals p modulo BX_SUPERBLOCK_ALIGN (p's arena offset): the
+ * block's index comes from off, which the caller no longer needs, and only the superblock's
+ * start from p. */
+static inline bx_block_t *bx_block_of_offset(const void *p, uintptr_t off) {
+    uintptr_t index = (off & (BX_SUPERBLOCK_ALIGN - 1)) >> BX_BLOCK_SHIFT;
+    return (bx_block_t *)(((uintptr_t)p & ~(uintptr_t)(BX_SUPERBLOCK_ALIGN - 1)) + BX_SB_DESCS_OFFSET + index * BX_BLOCK_DESC);
+}
 /* The start of the block holding p. */
 static inline char *bx_block_mem_of(const void *p) { return (char *)((uintptr_t)p & ~(uintptr_t)BX_BLOCK_MASK); }
 static inline char *bx_block_first(const bx_block_t *b) { return b->mem; }
@@ -129,6 +141,21 @@ static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32
  * owned by `heap`. */
 void bx_block_init(bx_block_t *b, void *mem, struct bx_heap *heap, struct bx_remote *home, struct bx_bin *owner_bin,
                    unsigned bin, uint32_t size);
+
+/* A block's memory is given back a page at a time, in pages of this size (the smallest a
+ * kernel maps: with larger pages nothing is given back before the block empties). */
+#define BX_PURGE_PAGE 4096u
+#define BX_PURGE_PAGES (BX_BLOCK_SIZE / BX_PURGE_PAGE)
+BX_STATIC_ASSERT(BX_PURGE_PAGES <= 16, "a block's purged pages fit `purged`");
+/* For the owner of a block that no chain counts: gives back every page whose slots are all
+ * free, takes the slots starting on them off the list (a zeroed page holds no link) and
+ * returns the bytes given back. Walks the list only when the free count changed since the
+ * last call. Aborts like malloc on a list a write after free changed. */
+size_t bx_block_purge_pages(bx_block_t *b);
+/* Before a chain counts all of b's free objects: puts the purged pages' slots back on the
+ * list (touching those pages again). One of them marked free was freed a second time after
+ * its page went: aborts with a double free. */
+void bx_block_unpurge(bx_block_t *b);
 
 /* Validation (bobox_check_heap, BOBOX_CHECK=1). The header's shape holds for any thread
  * while the block has live objects; the free list only for its owner. */

@@ -88,6 +88,7 @@ void *bx_blockalloc_alloc(bx_blockalloc_t *ba, bx_superblock_t **sb_out) {
     }
     bx_superblock_t *sb = ba->heap[0]; /* the fullest superblock with a free block */
     void *block = bx_sb_take_block(sb);
+    if (!block) return NULL;
     if (sb->used == sb->capacity) heap_remove(ba, sb);
     /* Taking a block only lowers the root's key: the order holds. */
     if (sb_out) *sb_out = sb;

@@ -154,8 +154,12 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
         if (tag == BX_TAG_SMALL) sb = bx_arena_take(place, &node);
         /* aligned: block.h */
         if (!sb) sb = bx_os_map_placed(BX_SUPERBLOCK_SIZE, BX_SUPERBLOCK_ALIGN, 0, place, &node);
-        /* The advice stays with the mapping while it waits in the cache. */
-        if (sb) bx_os_advise_huge(sb, BX_SUPERBLOCK_SIZE, bx_thp_advice(true));
+        /* The advice stays with the mapping while it waits in the cache, the frontier
+         * with the superblock. */
+        if (sb) {
+            bx_os_advise_huge(sb, BX_SUPERBLOCK_SIZE, bx_thp_advice(true));
+            bx_sb_seal_fresh(sb);
+        }
     }
     if (!sb || !bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, (uintptr_t)sb | tag)) {
         if (sb) release(sb);
@@ -170,12 +174,15 @@ bx_superblock_t *bx_node_take(int node, unsigned tag) {
     return sb;
 }
 
+__thread bool bx_node_giving_idle;
+
 void bx_node_give(bx_superblock_t *sb) {
     /* Stale pointers into it must no longer look like ours. */
     bx_pagemap_set(sb, BX_SUPERBLOCK_SIZE, 0);
     bx_node_t *n = &nodes[sb->node];
     sb->tag = 0;
-    uint64_t now = sb->cached_since_ms = bx_now_ms();
+    uint64_t now = bx_now_ms();
+    sb->cached_since_ms = bx_node_giving_idle && now > bx_options.decay_ms ? now - bx_options.decay_ms : now;
     bx_lock(&n->lock);
     n->in_use--;
     sb->next = n->cache;

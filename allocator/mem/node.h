@@ -27,6 +27,10 @@ int bx_node_current(void);
 bx_superblock_t *bx_node_take(int node, unsigned tag);
 /* Takes back an entirely free superblock. */
 void bx_node_give(bx_superblock_t *sb);
+/* While set (by the calling thread), superblocks given back count as idle for a whole decay
+ * delay already, and go back to the OS at once: a decay releasing memory that nobody used
+ * for that long would otherwise leave it in the node's cache for a second delay. */
+extern __thread bool bx_node_giving_idle __attribute__((visibility("hidden")));
 /* Returns cached superblocks to the OS: those idle past the decay delay, or all.
  * Returns the bytes released. */
 size_t bx_node_purge(bool all);

@@ -3,6 +3,9 @@
 
 #include <string.h>
 
+#include "os/options.h"
+#include "os/os.h"
+
 /* Small-object blocks keep 64 KB alignment, so the header and the blocks' descriptors take
  * the first one. */
 static size_t header_bytes(unsigned tag) {
@@ -42,6 +45,31 @@ void bx_sb_format(bx_superblock_t *sb, unsigned tag, uint32_t block_size, struct
     memset(sb->live, 0, sizeof sb->live);
 }
 
+/* The frontier's step: past the last block handed out, at most this much stays writable, so
+ * a write 1 MB past any object of that block faults. Where huge pages may back superblocks
+ * (BOBOX_THP=always or system), a step of 2 MB on 2 MB boundaries, or none could form. */
+static size_t frontier_step(void) {
+    return bx_thp_advice(true) == BX_OS_HUGE_NO ? 512 * BX_KB : 2 * BX_MB;
+}
+
+void bx_sb_seal_fresh(bx_superblock_t *sb) {
+    size_t step = frontier_step();
+    /* Refused (no memory for the split): it stays writable, as before the frontier. */
+    if (bx_os_seal_writes((char *)sb + step, BX_SUPERBLOCK_SIZE - step))
+        sb->writable_end = (char *)sb + step;
+    else
+        sb->writable_end = (char *)sb + BX_SUPERBLOCK_SIZE;
+}
+
+bool bx_sb_advance_frontier(bx_superblock_t *sb, const char *end) {
+    char *limit = (char *)sb + BX_SUPERBLOCK_SIZE;
+    char *frontier = (char *)sb + bx_align_up((size_t)(end - (char *)sb), frontier_step());
+    /* Past the last block: no read-only sliver is left to split the mapping. */
+    if (frontier >= sb->first + (size_t)sb->capacity * sb->block_size) frontier = limit;
+    if (!bx_os_protect(sb->writable_end, (size_t)(frontier - sb->writable_end), true)) return false;
+    sb->writable_end = frontier;
+    return true;
+}
 
 bool bx_sb_check_header(const bx_superblock_t *sb) {
     if (sb->tag != BX_TAG_SMALL && sb->tag != BX_TAG_MEDIUM) return false;

@@ -1,6 +1,11 @@
 /* superblock.h - the 10 MB superblock's format (DESIGN §5): a header, then blocks of one
  * size, handed out from a free list and then by bump, each medium one with a live flag.
- * Which superblock a block comes from is the block allocator's choice (blockalloc.h). */
+ * Which superblock a block comes from is the block allocator's choice (blockalloc.h).
+ *
+ * The part no block has reached yet is read-only, so a long overrun past the last block
+ * handed out faults at the write, as one past glibc's brk does: the writable frontier
+ * advances like brk, in steps of 512 KB, as bump passes it, and stays where it reached
+ * when the superblock is cached and formatted again (docs/hardening.md, "The frontier"). */
 #ifndef BX_SUPERBLOCK_H
 #define BX_SUPERBLOCK_H
 
@@ -32,6 +37,7 @@ typedef struct bx_superblock {
                                   * the first line, which a medium free reads anyway */
     char *touched_end;          /* the end of what any format of it handed out (kept across
                                   * formats: the node recycles superblocks) */
+    char *writable_end;         /* the frontier: writes past it fault (kept across formats) */
     uint32_t used;
     uint32_t heap_pos;              /* index in owner's min-heap, or BX_SB_NOT_IN_HEAP */
     uint32_t cached;                /* blocks of it waiting in the owner's block cache */
@@ -85,8 +91,15 @@ static inline bx_superblock_t *bx_superblock_of(const void *block) {
  * of thread heap `heap`: its free list empty, nothing handed out. */
 void bx_sb_format(bx_superblock_t *sb, unsigned tag, uint32_t block_size, struct bx_blockalloc *owner,
                   struct bx_heap *heap);
+/* A fresh superblock, writable throughout (and charged): everything past the first step is
+ * made read-only (the frontier). */
+void bx_sb_seal_fresh(bx_superblock_t *sb);
+/* Moves the frontier to the step holding `end` (the end of a block about to be handed out);
+ * false if the kernel refused (the block is not handed out). */
+bool bx_sb_advance_frontier(bx_superblock_t *sb, const char *end);
+
 /* A free block of sb (sb->used < sb->capacity): the free list's first, checked before it is
- * followed, else the next never handed out. */
+ * followed, else the next never handed out; NULL only if the frontier cannot advance. */
 static inline void *bx_sb_take_block(bx_superblock_t *sb) {
     void *block = sb->free;
     if (block) {
@@ -100,7 +113,9 @@ static inline void *bx_sb_take_block(bx_superblock_t *sb) {
         sb->free = next;
     } else {
         block = sb->bump;
-        sb->bump += sb->block_size;
+        char *end = sb->bump + sb->block_size;
+        if (BX_UNLIKELY(end > sb->writable_end) && !bx_sb_advance_frontier(sb, end)) return NULL;
+        sb->bump = end;
     }
     sb->used++;
     return block;

@@ -176,6 +176,13 @@ bool bx_os_protect(void *p, size_t size, bool access) {
     return done;
 }
 
+bool bx_os_seal_writes(void *p, size_t size) {
+    int saved = errno;
+    bool done = mprotect(p, size, PROT_READ) == 0;
+    errno = saved;
+    return done;
+}
+
 void bx_os_unmap(void *p, size_t size) {
     if (!p || !size) return;
     munmap(p, size);

@@ -39,6 +39,11 @@ void *bx_os_reserve_none(size_t size);
  * (checked mode's gaps after large objects, and large objects in its quarantine); false if
  * the kernel refused. */
 bool bx_os_protect(void *p, size_t size, bool access);
+/* Makes the pages holding [p, p+size) read-only: writes fault, reads see what is there (the
+ * part of a superblock no block has reached yet, superblock.h). The charge of a committed
+ * range stays, so making it writable again cannot fail for want of memory. False if the
+ * kernel refused. */
+bool bx_os_seal_writes(void *p, size_t size);
 /* Makes the pages holding [p, p+size) of such a reservation writable. */
 bool bx_os_make_writable(void *p, size_t size);
 /* Grows or shrinks a mapping (mremap): in place, or, with may_move, wherever the kernel finds

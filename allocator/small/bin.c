@@ -6,7 +6,7 @@ __attribute__((force_align_arg_pointer)) void bx_front_corrupt(const void *obj) 
 }
 
 void bx_bin_check_front(const bx_bin_t *b, const char *op) {
-    for (uint32_t i = 0; i < b->front.n; i++) {
+    for (uint32_t i = 0, n = bx_front_n(&b->front); i < n; i++) {
         const void *obj = b->front.slot[i];
         if (!bx_front_object_ok(obj, bx_block_key(bx_block_of(obj)))) bx_free_object_corrupt(op, obj);
     }
@@ -22,7 +22,7 @@ uint32_t bx_bin_ring_size(uint32_t size) { return bx_chainstack_ring_size(max_ch
 void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size,
                  bx_blockcache_t *cache) {
     bx_chainstack_init(&b->chains, ring, ring_size);
-    b->front.n = 0;
+    b->front.word = 0;
     b->front.cap = b->front_max = bx_front_capacity(size);
     b->front_full_frees = 0;
     b->front_mark = 0;
@@ -31,7 +31,7 @@ void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, u
     b->per_block = bx_block_capacity(size);
     b->max_chains = max_chains_for(size);
     b->index = index;
-    b->taken = b->front_frees = b->block_frees = b->spilled = 0;
+    b->taken = b->block_frees = b->spilled = 0;
     b->keep = NULL;
     b->keeper = NULL;
     b->home = NULL;
@@ -202,7 +202,8 @@ void *bx_bin_refill_listed(bx_bin_t *b) {
     bx_block_t *blk = list_take(b, BX_LIST_ALMOST_FULL);
     if (!blk) blk = list_take(b, BX_LIST_ALMOST_EMPTY);
     if (!blk) return NULL;
-    /* All its free objects become one chain on top. */
+    /* All its free objects become one chain on top: those of pages given back too. */
+    bx_block_unpurge(blk);
     bx_bin_push_chain(b, blk, bx_block_free_count(blk));
     return bx_bin_alloc(b);
 }
@@ -242,15 +243,16 @@ void bx_bin_free_run(bx_bin_t *b, bx_block_t *blk, void *head, void *tail, uint3
 
 void bx_bin_empty_front(bx_bin_t *b) {
     bx_front_t *f = &b->front;
-    if (!f->n) return; /* no write: an unformatted bin's page stays untouched */
-    for (uint32_t i = 0; i < f->n; i++) {
+    uint32_t n = bx_front_n(f);
+    if (!n) return; /* no write: an unformatted bin's page stays untouched */
+    for (uint32_t i = 0; i < n; i++) {
         void *obj = f->slot[i];
         bx_block_t *blk = bx_block_of(obj);
         if (BX_UNLIKELY(!bx_front_object_ok(obj, bx_block_key(blk)))) bx_free_object_corrupt("free()", obj);
         if (!bx_bin_return_top(b, blk, obj)) bx_bin_new_chain(b, blk);
     }
-    b->spilled += f->n;
-    f->n = 0;
+    b->spilled += n;
+    bx_front_set_n(f, 0);
 }
 
 /* The smallest page: what a carve writes ahead stays within the first slot's. */
@@ -259,7 +261,7 @@ void bx_bin_empty_front(bx_bin_t *b) {
 void *bx_bin_carve(void *bin) {
     bx_bin_t *b = bin;
     bx_block_t *blk = b->chains.top.block;
-    uint32_t extra = b->front.n == 0 ? b->chains.top.count : 0; /* the chain counts fresh slots only */
+    uint32_t extra = bx_front_n(&b->front) == 0 ? b->chains.top.count : 0; /* the chain counts fresh slots only */
     /* Half the array: the frees that follow have room in it too. */
     if (extra > b->front_max / 2) extra = b->front_max / 2;
     uint32_t size = blk->size;
@@ -283,7 +285,7 @@ void *bx_bin_carve(void *bin) {
         bx_object_mark_free(obj, key);
         f->slot[i] = obj;
     }
-    f->n = extra;
+    bx_front_set_n(f, extra);
     if (extra) f->cap = b->front_max;
     ((uintptr_t *)first)[1] = 0;
     return first;
@@ -300,6 +302,14 @@ void bx_bin_front_full(bx_bin_t *b) {
     b->front.cap = 0;
 }
 
+size_t bx_bin_purge_pages(bx_bin_t *b) {
+    size_t bytes = 0;
+    for (unsigned list = BX_LIST_ALMOST_FULL; list < BX_LIST_COUNT; list++)
+        for (bx_block_t *blk = b->lists[bx_bin_list_slot(list)]; blk; blk = blk->next)
+            if (!blk->chain_refs && !bx_block_is_keep(blk)) bytes += bx_block_purge_pages(blk);
+    return bytes;
+}
+
 void bx_bin_flush(bx_bin_t *b) {
     bx_bin_empty_front(b);
     while (b->chains.len) drop_oldest(b);
@@ -308,8 +318,9 @@ void bx_bin_flush(bx_bin_t *b) {
 /* The front cache: distinct slots of the bin's blocks that read as cached (front.h). */
 static bool front_check(const bx_bin_t *b) {
     const bx_front_t *f = &b->front;
-    if (f->n > f->cap || (f->cap != 0 && f->cap != b->front_max) || b->front_max > BX_FRONT_SLOTS) return false;
-    for (uint32_t i = 0; i < f->n; i++) {
+    uint32_t n = bx_front_n(f);
+    if (n > f->cap || (f->cap != 0 && f->cap != b->front_max) || b->front_max > BX_FRONT_SLOTS) return false;
+    for (uint32_t i = 0; i < n; i++) {
         const void *obj = f->slot[i];
         const bx_block_t *blk = bx_block_of(obj);
         if (blk->owner_bin != b || blk->used == 0 || !bx_block_is_own_slot(blk, obj)) return false;
@@ -321,7 +332,7 @@ static bool front_check(const bx_bin_t *b) {
 }
 
 bool bx_bin_check(const bx_bin_t *b) {
-    if (!bx_bin_formatted(b)) return b->front.n == 0 && b->chains.len == 0 && !b->keep;
+    if (!bx_bin_formatted(b)) return bx_front_n(&b->front) == 0 && b->chains.len == 0 && !b->keep;
     if (!front_check(b)) return false;
     for (unsigned list = BX_LIST_FULL; list < BX_LIST_COUNT; list++) {
         uint32_t n = 0;

@@ -24,9 +24,8 @@ typedef struct bx_bin {
     bx_front_t front; /* first: its count shares a line with the newest slots */
     /* Counted where each path already writes its line; malloc and free of the whole program
      * derived from them (bx_bin_allocs, bx_bin_frees): a pop from the front cache counts
-     * nothing. */
+     * nothing, a free into it is counted by the front cache itself (bx_front_pushes). */
     size_t taken;       /* objects popped from the blocks (the top chain) */
-    size_t front_frees; /* frees into the front cache */
     size_t block_frees; /* frees past it, straight into the blocks (and kept and drained ones) */
     size_t spilled;     /* objects moved from the front cache into the blocks */
     bx_chainstack_t chains;
@@ -73,8 +72,8 @@ static inline bool bx_bin_keep_foreign(bx_bin_t *b, bx_block_t *blk, void *obj) 
 }
 
 /* Objects of the bin handed out so far, and freed so far. */
-static inline size_t bx_bin_allocs(const bx_bin_t *b) { return b->taken + b->front_frees - b->spilled - b->front.n; }
-static inline size_t bx_bin_frees(const bx_bin_t *b) { return b->front_frees + b->block_frees; }
+static inline size_t bx_bin_allocs(const bx_bin_t *b) { return b->taken + bx_front_pushes(&b->front) - b->spilled - bx_front_n(&b->front); }
+static inline size_t bx_bin_frees(const bx_bin_t *b) { return bx_front_pushes(&b->front) + b->block_frees; }
 /* Objects of the bin handed out and not yet freed (kept objects of other heaps count as
  * freed before they are handed out: 0 until then). */
 static inline size_t bx_bin_allocated(const bx_bin_t *b) {
@@ -113,6 +112,9 @@ bool bx_bin_release_empty_top(bx_bin_t *b);
 /* Empties the front cache, then drops every chain: blocks go to their lists, entirely free
  * ones back to the cache. */
 void bx_bin_flush(bx_bin_t *b);
+/* Gives back the pages of the bin's listed blocks that hold no live object (blocks that
+ * chains name are left alone: their counts include those pages' slots); the bytes. */
+size_t bx_bin_purge_pages(bx_bin_t *b);
 /* Validates the front cache, chains, lists, counts and every block (bx_block_check); false on
  * any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);
@@ -164,9 +166,7 @@ static inline bool bx_bin_free_top(bx_bin_t *b, bx_block_t *blk, void *obj) {
 }
 /* A local free into the front cache; false when it is full or off (bx_bin_front_full). */
 static inline bool bx_bin_free_front(bx_bin_t *b, bx_block_t *blk, void *obj) {
-    if (BX_UNLIKELY(!bx_front_push(&b->front, obj, bx_block_key(blk)))) return false;
-    b->front_frees++;
-    return true;
+    return BX_LIKELY(bx_front_push(&b->front, obj, bx_block_key(blk)));
 }
 /* Moves every object of the front cache to its block, through the chain stack. */
 void bx_bin_empty_front(bx_bin_t *b);
@@ -183,6 +183,6 @@ void bx_bin_front_full(bx_bin_t *b);
  * was freed (its link or key word changed). */
 void bx_bin_check_front(const bx_bin_t *b, const char *op);
 /* Objects of the bin in its front cache. */
-static inline uint32_t bx_bin_front_count(const bx_bin_t *b) { return (uint32_t)b->front.n; }
+static inline uint32_t bx_bin_front_count(const bx_bin_t *b) { return bx_front_n(&b->front); }
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "mem/node.h"
 #include "os/options.h"
 #include "os/os.h"
 #include "os/sysfile.h"
@@ -27,7 +28,9 @@ static void reclaim_shared(bx_heap_t *h, uint64_t now) {
         h->shared_allocs_seen = h->shared_allocs;
         h->shared_idle_since_ns = now;
     } else if (now - h->shared_idle_since_ns >= bx_options.decay_ms * (uint64_t)1000000) {
+        bx_node_giving_idle = true; /* no thread allocated there for a delay */
         bx_retention_release_heap(h, BX_RELEASE_THREAD_EXIT);
+        bx_node_giving_idle = false;
     }
     bx_heap_tick(h); /* if due: sizes no thread allocated for a delay give back their blocks */
     bx_retention_reclaim_idle(h);

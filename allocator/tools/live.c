@@ -155,7 +155,8 @@ static void refresh(void) {
         put(&t, "node %-9d superblocks in use %zu, cached %zu\n", node, bx_node_superblocks_in_use_on(node),
             bx_node_superblocks_cached_on(node));
     put(&t, "remote frees   %zu\n", s.remote_frees);
-    put(&t, "heaps          %zu live, %zu abandoned\n", s.heaps_live, s.heaps_abandoned);
+    put(&t, "heaps          %zu live, %zu shared, %zu abandoned\n", s.heaps_live, bx_stats_shared_heaps(),
+        s.heaps_abandoned);
     size_t header_len = (size_t)snprintf(NULL, 0, BX_LIVE_HEADER, 0ULL, 0ULL, 0, 0ULL);
     /* Odd while the body changes: a reader that sees it, or a change across its read, retries. */
     header(++seq);

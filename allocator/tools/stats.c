@@ -31,6 +31,16 @@ static void add_heap(bx_heap_t *h, void *arg) {
         s->heaps_abandoned++;
 }
 
+static void count_shared(bx_heap_t *h, void *arg) {
+    if (h->state == BX_HEAP_SHARED) ++*(size_t *)arg;
+}
+
+size_t bx_stats_shared_heaps(void) {
+    size_t n = 0;
+    bx_thread_for_each_heap(count_shared, &n);
+    return n;
+}
+
 void bx_stats_collect(struct bobox_stats *s) {
     memset(s, 0, sizeof *s);
     bx_thread_for_each_heap(add_heap, s);
@@ -55,8 +65,9 @@ BX_API void bobox_print_stats(int fd) {
     for (int node = 0; node < bx_node_count(); node++)
         bx_message_fd(fd, "bobox: node %d: superblocks in use %zu, cached %zu\n", node,
                       bx_node_superblocks_in_use_on(node), bx_node_superblocks_cached_on(node));
-    bx_message_fd(fd, "bobox: large objects %zu (%zu KB), large cache %zu KB; heaps live %zu, abandoned %zu\n",
-                  s.large_objects, s.large_bytes / 1024, s.large_cached_bytes / 1024, s.heaps_live, s.heaps_abandoned);
+    bx_message_fd(fd, "bobox: large objects %zu (%zu KB), large cache %zu KB; heaps live %zu, shared %zu, abandoned %zu\n",
+                  s.large_objects, s.large_bytes / 1024, s.large_cached_bytes / 1024, s.heaps_live,
+                  bx_stats_shared_heaps(), s.heaps_abandoned);
 }
 
 /* ---- the JSON report ------------------------------------------------------------------- */
@@ -131,8 +142,8 @@ BX_API int bobox_stats_json(int fd) {
                  "\"limit_bytes\": %zu, \"decay_ms\": %llu}, ",
                  s.superblocks_cached, (size_t)BX_SUPERBLOCK_SIZE, s.large_cached_bytes, bx_options.cache_bytes,
                  (unsigned long long)bx_options.decay_ms);
-    bx_fdout_fmt(&j, "\"heaps\": {\"live\": %zu, \"abandoned\": %zu, \"superblocks_in_use\": %zu}, ", s.heaps_live,
-                 s.heaps_abandoned, s.superblocks_in_use);
+    bx_fdout_fmt(&j, "\"heaps\": {\"live\": %zu, \"shared\": %zu, \"abandoned\": %zu, \"superblocks_in_use\": %zu}, ",
+                 s.heaps_live, bx_stats_shared_heaps(), s.heaps_abandoned, s.superblocks_in_use);
     struct bx_prof_state p;
     bx_prof_state(&p);
     bx_fdout_fmt(&j, "\"profiler\": {\"enabled\": %s, \"prefix\": ", bx_prof_on ? "true" : "false");

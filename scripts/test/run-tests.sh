@@ -11,8 +11,10 @@
 # (make print-catch-bins) and missing from build/test counts as failed.
 # A script's tags, on a line "# test: TAG ...":
 #   serial     runs alone, after the others: it measures RSS or time, or takes the whole machine
-#   slow[=S]   takes long (about S seconds alone on 2 cores, which orders a first run): not
-#              run by --quick
+#   slow[=S]   takes long (about S seconds in make test on 2 cores, beside the other tests,
+#              which orders a first run): not run by --quick
+#   time=S     about S seconds in make test, like slow=S but still run by --quick: orders a
+#              first run (a fresh clone's, as in CI) when a test not tagged slow takes long
 #   lock=NAME  never runs beside another test holding the same lock (shared files in build/)
 # --quick (make test-quick): the unit and API binaries (not *_stress) and the scripts not slow.
 # TEST_FILTER=substring runs only the matching binaries and scripts.
@@ -69,7 +71,7 @@ for i in "${!names[@]}"; do
     guess=1
     [ "${kinds[i]}" = catch ] && guess=25
     [[ ${tags[i]} == *" slow "* ]] && guess=60
-    [[ ${tags[i]} =~ \ slow=([0-9]+)\  ]] && guess=${BASH_REMATCH[1]}
+    [[ ${tags[i]} =~ \ (slow|time)=([0-9]+)\  ]] && guess=${BASH_REMATCH[2]}
     echo "${last[${names[i]}]:-$guess} $i"
 done >"$res_dir/order"
 mapfile -t parallel < <(sort -k1,1nr -k2,2n "$res_dir/order" | cut -d' ' -f2)

@@ -119,6 +119,15 @@ static inline get_stats_fn get_stats_ptr() {
     return f;
 #endif
 }
+using bobox_ctl_fn = int (*)(const char *, void *, size_t *, void *, size_t);
+static inline bobox_ctl_fn bobox_ctl_ptr() {
+#ifdef API_PREFIXED
+    return &bobox_ctl;
+#else
+    static bobox_ctl_fn f = lookup<bobox_ctl_fn>("bobox_ctl");
+    return f;
+#endif
+}
 static inline print_stats_fn print_stats_ptr() {
 #ifdef API_PREFIXED
     return &bobox_print_stats;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api.h"
@@ -97,6 +98,10 @@ TEST_CASE("mallctl: jemalloc's error numbers", "[api][ctl]") {
 
 TEST_CASE("mallctl: statistics follow the program's allocations", "[api][ctl]") {
     ctl_api a = the_api();
+    // The thread's counters from here (a thread that reads them takes a heap of its own).
+    uint64_t t_start = 0;
+    size_t t_len = sizeof t_start;
+    REQUIRE(a.ctl("thread.allocated", &t_start, &t_len, nullptr, 0) == 0);
     refresh(a);
     size_t before = read_size(a, "stats.allocated");
     const size_t count = 2000, size = 1000;
@@ -138,7 +143,7 @@ TEST_CASE("mallctl: statistics follow the program's allocations", "[api][ctl]") 
     a_free(large);
     REQUIRE(a.ctl("thread.allocated", &t_alloc1, &len, nullptr, 0) == 0);
     REQUIRE(a.ctl("thread.deallocated", &t_dealloc1, &len, nullptr, 0) == 0);
-    CHECK(t_alloc0 >= count * size + 8 * MB);
+    CHECK(t_alloc0 >= t_start + count * size + 8 * MB);
     if (checked_mode()) return; // its quarantine holds what was freed: still allocated
     CHECK(t_dealloc1 >= t_dealloc0 + count * size + 8 * MB);
 
@@ -260,4 +265,27 @@ TEST_CASE("mallctl: a purge gives back the free blocks of superblocks still in u
         CHECK(objs[i][100] == (i % 4096 ? 7 : (i & 0xff)));
         a_free(objs[i]);
     }
+}
+
+TEST_CASE("mallctl: the shared heaps of threads not yet busy are counted", "[api][ctl]") {
+    if (foreign_allowed()) return;
+    ctl_api a = the_api();
+    // A thread with a few allocations stays on its CPU's shared heap (checked mode gives
+    // every thread a heap of its own: none is shared there).
+    std::thread([] {
+        void *p = a_malloc(100);
+        REQUIRE(p != nullptr);
+        a_free(p);
+    }).join();
+    size_t shared = read_size(a, "bobox.stats.heaps_shared");
+    long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    if (checked_mode())
+        CHECK(shared == 0);
+    else
+        CHECK(shared >= 1);
+    CHECK(shared <= (size_t)(cpus > 0 ? cpus : 1) + 16); // one per CPU, or per slot without rseq
+    // The report prints the same count.
+    std::string report;
+    a.stats_print([](void *out, const char *s) { *static_cast<std::string *>(out) += s; }, &report, nullptr);
+    CHECK(report.find("shared " + std::to_string(shared) + ",") != std::string::npos);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=10
+# test: slow=31
 # Real C++ program: clang++ -O2 (LLVM allocates through operator new and delete, so through
 # libbobox.so's own operators) compiling a C++17 source full of standard containers, threads
 # and templates produces the same object file as without the preload, in the default and in

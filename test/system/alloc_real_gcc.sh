@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=25
+# test: slow=90
 # Real program: gcc -O2 compiling a large generated C file (1000 functions) under
 # LD_PRELOAD=libbobox.so (driver, cc1, as, ld all preloaded) produces the same object file
 # (byte for byte and by disassembly) and a program with the same output as without it.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=17
+# test: slow=60
 # Real program: git on a generated repository (300 files in 10 directories; 53 commits: 40 on
 # main with edits, adds, deletes and renames, 8 on a topic branch that edits a file main
 # renames, a merge that must follow that rename, 3 after it; an annotated tag). The repository

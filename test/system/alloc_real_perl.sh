@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=13
+# test: slow=50
 # Real program: perl on a generated workload (word counts, 200k bigrams in hashes of hashes, regex
 # substitutions/captures/tr, multi-key sorts of nested records, growing strings, sprintf,
 # pack/unpack, a tree of blessed objects and closures freed by refcount, and, when perl has

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=19
+# test: slow=37
 # Real program: the PostgreSQL server, a database that forks a process per connection and
 # per parallel worker. One cluster is made by initdb under LD_PRELOAD=libbobox.so, then the
 # server runs three times on it: without the preload, with it, and with it in checked mode

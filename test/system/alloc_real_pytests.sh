@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=55
+# test: slow=155
 # Real program: Debian's python3 (/usr/bin/python3, not a pyenv/venv one first in PATH) runs a
 # slice of its own regression suite (package libpython3.X-testsuite) with `-m test -j3`, once
 # without and once with LD_PRELOAD=libbobox.so (inherited by the regrtest worker processes).

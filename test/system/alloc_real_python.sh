@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=14
+# test: slow=30
 # Real program: python3 running an allocation-heavy threaded script (test/progs/alloc_py_threads.py)
 # under LD_PRELOAD=build/libbobox.so must print exactly what it prints without the preload,
 # with Python's own small-object allocator (default) and with PYTHONMALLOC=malloc (every object

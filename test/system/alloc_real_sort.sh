@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=12
+# test: slow=45
 # Real program: GNU sort of a generated 200 MB file under LD_PRELOAD=libbobox.so gives the same
 # sha256 as without it: whole-line sort, a keyed/numeric sort, and an external sort with a small
 # buffer and 4 threads (temporary files and merges).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=50
+# test: slow=110
 # The unit, API and stress tests against the allocator built with clang
 # -fsanitize=address,undefined (build/asan/, `make asan`): no ASan or UBSan report, all pass.
 source "$(dirname "$0")/../lib/common.sh" || exit 1

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# test: time=37
 # Wild frees never followed: addresses swept across small, recycled, medium and large memory
 # (headers, cached and unformatted blocks, freed objects) each abort with bobox's message,
 # from the owning thread and from another, by default and in checked mode. Guards against a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=40
+# test: slow=60
 # (slow: the whole API suite again, under ulimit -v (about 40 s))
 # The small arena: reserved, holding every small object, and emptied by malloc_trim without an
 # address-space limit; shrunk when the program sets one itself; absent under one (ulimit -v),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=55
+# test: slow=130
 # The heap profiler changes no program's behaviour: with BOBOX_PROF at a high sampling rate
 # (one sample per 16 KB, so that sampled objects, their frees, reallocs and dumps are
 # frequent), the stress tests (threads, fork storms, out of memory) pass, and a C++ container

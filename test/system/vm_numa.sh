@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test: slow=25 serial
+# test: slow=36 serial
 # The VM tests' placement and pinning checks (scripts/test/test-vm.sh --quick) on one guest of
 # 2 packages x 2 NUMA nodes x 2 cores x 2 threads: every thread's affinity against the guest
 # kernel's topology, bobox-run --plan against the shim, and the NUMA node of small, medium and

@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <sys/mman.h>
 #include <vector>
 #include "internals.h"
 
@@ -167,4 +169,105 @@ TEST_CASE("block: the header fields other threads read first are off the owner's
         REQUIRE(line(read) != owner_line);
     REQUIRE(sizeof(bx_block_t) <= BX_BLOCK_DESC);
     REQUIRE(alignof(bx_block_t) == 64);
+}
+
+namespace {
+bool page_resident(const void *page) {
+    unsigned char vec = 0;
+    REQUIRE(mincore(const_cast<void *>(page), BX_PURGE_PAGE, &vec) == 0);
+    return vec & 1;
+}
+} // namespace
+
+TEST_CASE("block: pages with no live object go back, their slots come back when the block is reused", "[block]") {
+    BlockRoom room(1);
+    std::srand(47);
+    size_t purged_total = 0;
+    for (unsigned bin = 0; bin < BX_SMALL_BINS; bin++) {
+        bx_block_t *blk = format(room, 0, bin);
+        uint32_t size = blk->size;
+        char *mem = bx_block_first(blk);
+        // Some slots carved (all, or three quarters: a recorded page may hold fresh ones),
+        // then freed in runs so that whole pages go, and a few alone.
+        uint32_t carved = bin % 2 ? blk->capacity : blk->capacity * 3 / 4 + 1;
+        std::vector<char *> objs;
+        for (uint32_t i = 0; i < carved; i++) objs.push_back(static_cast<char *>(bx_block_pop(blk)));
+        std::vector<bool> live(carved, true);
+        for (uint32_t i = 0; i < carved; i++) {
+            bool in_run = (i * size / 8192) % 2 == 1; // every other 8 KB of the block
+            if (in_run || std::rand() % 8 == 0) live[i] = false;
+        }
+        for (uint32_t i = 0; i < carved; i++)
+            if (live[i]) std::memset(objs[i], 0x5a, size);
+        for (uint32_t i = carved; i-- > 0;)
+            if (!live[i]) bx_block_push(blk, objs[i]);
+        uint32_t free_before = bx_block_free_count(blk);
+        size_t bytes = bx_block_purge_pages(blk);
+        INFO("size " << size);
+        REQUIRE(bx_block_check(blk));
+        REQUIRE(bx_block_free_count(blk) == free_before);
+        REQUIRE(bx_block_purge_pages(blk) == 0); // nothing changed since
+        purged_total += bytes;
+        // Every page given back overlapped no live object, and is no longer resident.
+        size_t gone = 0;
+        for (uint32_t page = 0; page < BX_PURGE_PAGES; page++) {
+            const char *at = mem + (size_t)page * BX_PURGE_PAGE;
+            bool resident = page_resident(at);
+            bool has_live = false;
+            for (uint32_t i = 0; i < carved; i++)
+                if (live[i] && objs[i] < at + BX_PURGE_PAGE && objs[i] + size > at) has_live = true;
+            if (has_live) REQUIRE(resident);
+            if (!resident && !has_live && page * BX_PURGE_PAGE < carved * size) gone++;
+        }
+        REQUIRE(bytes <= gone * BX_PURGE_PAGE);
+        if (size <= 4096) REQUIRE(bytes > 0); // a whole free 8 KB run holds a page
+        for (uint32_t i = 0; i < carved; i++)
+            if (live[i]) REQUIRE(std::count(objs[i], objs[i] + size, 0x5a) == (long)size);
+        // Without the pages' slots, the list hands out only slots on pages still resident.
+        if (blk->free != BX_FREE_END) {
+            char *p = static_cast<char *>(bx_block_pop(blk));
+            REQUIRE(page_resident(reinterpret_cast<char *>((uintptr_t)p & ~(uintptr_t)(BX_PURGE_PAGE - 1))));
+            bx_block_push(blk, p);
+        }
+        // Reused: every free slot once, none of them live.
+        bx_block_unpurge(blk);
+        REQUIRE(bx_block_check(blk));
+        std::vector<char *> got;
+        uint32_t n = bx_block_free_count(blk);
+        for (uint32_t i = 0; i < n; i++) got.push_back(static_cast<char *>(bx_block_pop(blk)));
+        REQUIRE(blk->used == blk->capacity);
+        std::sort(got.begin(), got.end());
+        REQUIRE(std::adjacent_find(got.begin(), got.end()) == got.end());
+        for (uint32_t i = 0; i < carved; i++)
+            if (live[i]) REQUIRE_FALSE(std::binary_search(got.begin(), got.end(), objs[i]));
+        for (char *p : got) {
+            REQUIRE(p >= mem);
+            REQUIRE((size_t)(p - mem) % size == 0);
+            REQUIRE((size_t)(p - mem) / size < blk->capacity);
+        }
+    }
+    REQUIRE(purged_total > 0);
+}
+
+TEST_CASE("block: a second pass gives back the pages that more frees emptied", "[block]") {
+    BlockRoom room(1);
+    bx_block_t *blk = format(room, 0, 3); // 64 B: 64 slots a page
+    uint32_t per_page = BX_PURGE_PAGE / blk->size;
+    std::vector<char *> objs;
+    for (uint32_t i = 0; i < blk->capacity; i++) objs.push_back(static_cast<char *>(bx_block_pop(blk)));
+    for (uint32_t i = 0; i < per_page; i++) bx_block_push(blk, objs[i]); // page 0
+    REQUIRE(bx_block_purge_pages(blk) == BX_PURGE_PAGE);
+    REQUIRE(blk->purged == 1);
+    for (uint32_t i = 3 * per_page; i < 4 * per_page; i++) bx_block_push(blk, objs[i]); // page 3
+    bx_block_push(blk, objs[per_page]); // one of page 1: it stays
+    REQUIRE(bx_block_purge_pages(blk) == BX_PURGE_PAGE);
+    REQUIRE(blk->purged == (1 | 1 << 3));
+    REQUIRE(blk->purged_slots == 2 * per_page);
+    REQUIRE(bx_block_check(blk));
+    REQUIRE(bx_block_pop(blk) == objs[per_page]); // the only listed one
+    bx_block_push(blk, objs[per_page]);
+    bx_block_unpurge(blk);
+    REQUIRE(blk->purged == 0);
+    REQUIRE(bx_block_check(blk));
+    REQUIRE(bx_block_pop(blk) == objs[0]); // address order
 }

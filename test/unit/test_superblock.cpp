@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <map>
 #include <set>
+#include <string>
+#include <cstdio>
 #include <vector>
 #include "internals.h"
 extern "C" {
@@ -98,6 +100,53 @@ TEST_CASE("small arena: small superblocks lie in it, nothing else does; inside, 
     bx_node_give(reinterpret_cast<bx_superblock_t *>(sb));
     bx_node_purge(true);
     REQUIRE(reads_no_owner(sb + BX_BLOCK_SIZE));
+}
+
+// The permissions /proc/self/maps gives the page holding p ("rw-p", "r--p"), or "" if unmapped.
+static std::string permissions_at(const void *p) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    char line[512], perms[8] = "";
+    uintptr_t lo, hi, at = reinterpret_cast<uintptr_t>(p);
+    std::string found;
+    while (maps && fgets(line, sizeof line, maps))
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && at >= lo && at < hi) found = perms;
+    if (maps) fclose(maps);
+    return found;
+}
+
+TEST_CASE("the frontier: a superblock is read-only from 512 KB past its last block handed out", "[superblock]") {
+    for (uint32_t block_size : {uint32_t(BX_BLOCK_SIZE), uint32_t(bx_medium_size[bx_medium_bin(256 * 1024)])}) {
+        unsigned tag = block_size == BX_BLOCK_SIZE ? BX_TAG_SMALL : BX_TAG_MEDIUM;
+        bx_node_purge(true); // no cached superblock: the next one is fresh
+        bx_blockalloc_t ba;
+        bx_blockalloc_init(&ba, fake_heap(), tag, block_size, 0);
+        std::vector<char *> blocks;
+        bx_superblock_t *sb = nullptr;
+        char *p;
+        while ((p = static_cast<char *>(bx_blockalloc_alloc(&ba, &sb))) != nullptr && (blocks.empty() || sb_of(p) == sb_of(blocks[0]))) {
+            blocks.push_back(p);
+            char *end = p + block_size, *limit = reinterpret_cast<char *>(sb) + BX_SUPERBLOCK_SIZE;
+            REQUIRE(permissions_at(end - 1) == "rw-p");
+            REQUIRE(sb->writable_end >= end);
+            if (sb->writable_end < limit) {
+                REQUIRE(sb->writable_end - end < 512 * 1024); // a write 1 MB past the block faults
+                REQUIRE(permissions_at(sb->writable_end) == "r--p");
+                REQUIRE(permissions_at(limit - 1) == "r--p");
+            }
+        }
+        REQUIRE(p != nullptr); // a second superblock: the first one was cut whole
+        blocks.push_back(p);
+        bx_superblock_t *first = sb_of(blocks[0]);
+        REQUIRE(first->writable_end == reinterpret_cast<char *>(first) + BX_SUPERBLOCK_SIZE);
+        REQUIRE(permissions_at(reinterpret_cast<char *>(first) + BX_SUPERBLOCK_SIZE - 1) == "rw-p");
+        for (char *b : blocks) bx_blockalloc_free(&ba, sb_of(b), b);
+        // Cached and formatted again, a superblock keeps its frontier.
+        char *again = static_cast<char *>(bx_blockalloc_alloc(&ba, &sb));
+        REQUIRE(again != nullptr);
+        REQUIRE((sb->writable_end == reinterpret_cast<char *>(sb) + BX_SUPERBLOCK_SIZE || sb->writable_end - again < 1024 * 1024));
+        bx_blockalloc_free(&ba, sb, again);
+        bx_blockalloc_destroy(&ba);
+    }
 }
 
 TEST_CASE("cached block allocator: never holds blocks of more superblocks than its bound", "[blockcache]") {

@@ -257,7 +257,7 @@ const char *probe_front(size_t size) {
     uintptr_t page = (uintptr_t)objs[0] & ~(uintptr_t)4095;
     uint32_t on_page = (uint32_t)((page + 4095 - (uintptr_t)objs[0]) / b->size);
     uint32_t first_carve = cap / 2 < on_page ? cap / 2 : on_page;
-    CHECK(b->front.n == first_carve, "%u carved into the array, not %u (first at %p, %u B)", (unsigned)b->front.n, first_carve,
+    CHECK(bx_bin_front_count(b) == first_carve, "%u carved into the array, not %u (first at %p, %u B)", bx_bin_front_count(b), first_carve,
           (void *)objs[0], (unsigned)b->size);
     for (uint32_t i = 1; i < n; i++) {
         CHECK((objs[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
@@ -271,7 +271,7 @@ const char *probe_front(size_t size) {
     bx_bin_empty_front(b); /* what the last carve left goes back to its block */
     /* Fewer than its capacity: the frees stay in the array, and come back newest first. */
     for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
-    CHECK(b->front.n == cap, "%u cached after %u frees", (unsigned)b->front.n, cap);
+    CHECK(bx_bin_front_count(b) == cap, "%u cached after %u frees", bx_bin_front_count(b), cap);
     CHECK(bx_bin_allocated(b) == n - cap, "%zu counted live, %u are", bx_bin_allocated(b), n - cap);
     CHECK(bx_heap_check(h), "bx_heap_check failed with the array full");
     for (uint32_t i = 0; i < cap; i++) {
@@ -279,16 +279,16 @@ const char *probe_front(size_t size) {
         CHECK(p == objs[cap - 1 - i], "malloc %u handed out %p, not the object freed last %p", i, (void *)p,
               (void *)objs[cap - 1 - i]);
     }
-    CHECK(b->front.n == 0, "%u left in the array", (unsigned)b->front.n);
+    CHECK(bx_bin_front_count(b) == 0, "%u left in the array", bx_bin_front_count(b));
     /* Past its capacity, frees go to their blocks; BX_FRONT_BATCH of them in a row with no
      * malloc (a batch) send the whole array there too, and the rest of the batch follows,
      * until the bin's top chain next runs out. */
     for (uint32_t i = 0; i < n - 1; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
-    CHECK(b->front.n == cap && b->front.cap == cap, "%u cached, capacity %u after %u frees past a full array",
-          (unsigned)b->front.n, (unsigned)b->front.cap, n - 1 - cap);
+    CHECK(bx_bin_front_count(b) == cap && b->front.cap == cap, "%u cached, capacity %u after %u frees past a full array",
+          bx_bin_front_count(b), (unsigned)b->front.cap, n - 1 - cap);
     bx_heap_free_small(h, bx_block_of(objs[n - 1]), objs[n - 1]);
-    CHECK(b->front.n == 0 && b->front.cap == 0, "%u cached, capacity %u after a batch of %u frees",
-          (unsigned)b->front.n, (unsigned)b->front.cap, n);
+    CHECK(bx_bin_front_count(b) == 0 && b->front.cap == 0, "%u cached, capacity %u after a batch of %u frees",
+          bx_bin_front_count(b), (unsigned)b->front.cap, n);
     for (uint32_t i = 0; i < n; i++) /* a block that emptied went back to the cache, which links through it */
         CHECK(bx_block_of(objs[i])->heap != h || bx_object_is_free(objs[i], bx_block_key(bx_block_of(objs[i]))),
               "object %u does not read as free", i);
@@ -298,9 +298,9 @@ const char *probe_front(size_t size) {
     while (b->front.cap == 0 && again < 3 * BX_FRONT_SLOTS + 2 * b->per_block)
         CHECK((objs[again++] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", again);
     CHECK(b->front.cap == cap, "the array was not turned back on after %u mallocs", again);
-    uint32_t carved = (uint32_t)b->front.n, freed = 0;
+    uint32_t carved = bx_bin_front_count(b), freed = 0;
     for (; freed < cap - carved && freed < again; freed++) bx_heap_free_small(h, bx_block_of(objs[freed]), objs[freed]);
-    CHECK(b->front.n == carved + freed, "%u cached after freeing %u with %u carved", (unsigned)b->front.n, freed,
+    CHECK(bx_bin_front_count(b) == carved + freed, "%u cached after freeing %u with %u carved", bx_bin_front_count(b), freed,
           carved);
     /* A write after free over a cached object's link is a corruption the check sees. */
     uintptr_t *link = (uintptr_t *)b->front.slot[0];
@@ -309,9 +309,9 @@ const char *probe_front(size_t size) {
     *link ^= 1;
     /* A tick spills the array of a bin that allocated nothing since the last one. */
     bx_retention_release_heap(h, BX_RELEASE_TICK);
-    CHECK(b->front.n != 0, "the first tick spilled a bin that was in use");
+    CHECK(bx_bin_front_count(b) != 0, "the first tick spilled a bin that was in use");
     bx_retention_release_heap(h, BX_RELEASE_TICK);
-    CHECK(b->front.n == 0, "%u still cached after a tick of an idle bin", (unsigned)b->front.n);
+    CHECK(bx_bin_front_count(b) == 0, "%u still cached after a tick of an idle bin", bx_bin_front_count(b));
     CHECK(bx_heap_check(h), "bx_heap_check failed after the tick");
     /* The release gives every block back. */
     char *more[BX_FRONT_SLOTS];
@@ -319,7 +319,7 @@ const char *probe_front(size_t size) {
     for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(more[i]), more[i]);
     for (uint32_t i = freed; i < again; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
     bx_retention_release_heap(h, BX_RELEASE_TRIM);
-    CHECK(b->front.n == 0, "%u still cached after a TRIM release", (unsigned)b->front.n);
+    CHECK(bx_bin_front_count(b) == 0, "%u still cached after a TRIM release", bx_bin_front_count(b));
     CHECK(bx_heap_check(h), "bx_heap_check failed after the release");
     CHECK(h->small_blocks.alloc.superblocks == 0, "the heap still holds %zu superblocks", h->small_blocks.alloc.superblocks);
     return NULL;

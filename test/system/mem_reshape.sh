@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# test: serial
+# (serial: it measures RSS)
+# Freed memory any size can reuse: after a live set of 16-512 B objects loses a random 90%,
+# the pages of its blocks that hold no live object go back, both when the heap grows in
+# other sizes (peak at most 2x the live bytes, 2.09x when only whole blocks went back) and
+# when the sizes stay idle for a decay delay (a fifth of the fill back); the sizes then
+# allocated again get those slots back intact (test/progs/mem_reshape.c). About 3 s.
+source "$(dirname "$0")/../lib/common.sh" || exit 1
+need_lib
+need_prog mem_reshape
+LD_PRELOAD=$SO "$PROGS/mem_reshape" grow 64 || fail "shape change: mem_reshape grow exited with $?"
+BOBOX_DECAY_MS=300 LD_PRELOAD=$SO "$PROGS/mem_reshape" idle 64 || fail "idle sizes: mem_reshape idle exited with $?"
+echo "mem_reshape: ok"
