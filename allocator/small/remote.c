@@ -38,8 +38,14 @@ static bool inbox_reserve(bx_remote_t *r, uint32_t n, uint32_t *start) {
  * the inbox has no room, and after fork. The objects stay marked free. */
 static void push_run_to_list(bx_remote_t *r, uintptr_t head_word, uintptr_t meta) {
     char *obj = (char *)(head_word & ~(uintptr_t)BX_RUN_HEAD), *mem = bx_block_mem_of(obj), *first = obj;
+    const bx_block_t *blk = bx_block_of(obj);
     for (uint32_t n = bx_run_meta_count(meta); n > 1; n--) {
         char *next = mem + (uint16_t)(*(uintptr_t *)obj ^ bx_link_secret);
+        /* A link a write after free changed is never followed, let alone written through. */
+        if (BX_UNLIKELY(!bx_block_is_own_slot(blk, next) || !bx_object_is_free(next, bx_block_key(blk))))
+            bx_fatalf("free(): corrupted free list at %p (objects other threads freed): the free object there was "
+                      "written after it was freed",
+                      (void *)obj);
         bx_link_set(obj, next);
         obj = next;
     }
