@@ -3,7 +3,7 @@
 BENCH_DIR    := $(BUILD)/bench
 BENCH_NAMES  := server prodcons batches falseshare mixed pipeline mergesort paging realloc \
                 handoff powerlaw tightloop fifo fastpath gendata bench-run larson prodcons64 \
-                crossfree gmicro memshapes
+                crossfree gmicro memshapes bulkpc
 BENCH_BINS   := $(BENCH_NAMES:%=$(BENCH_DIR)/%)
 # -fno-builtin-*: gcc may delete an unused malloc+free pair, which is exactly what we time.
 BENCH_CFLAGS := -std=gnu11 $(WARN) -O2 -g -pthread \

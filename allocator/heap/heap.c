@@ -115,9 +115,10 @@ void bx_heap_send_home(bx_heap_t *self, bx_remote_t *home, void *obj, size_t siz
     send_home(self, home, obj, size, key);
 }
 
-/* Out of line, so that keeping an object needs no stack frame. */
+/* Out of line, so that keeping an object needs no stack frame. Into the run of its block:
+ * the owner takes the run back in one step. */
 static BX_NOINLINE void send_home_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
-    send_home(self, blk->home, obj, blk->size, bx_block_key(blk));
+    bx_remote_send_small(&self->outbox, blk, obj);
 }
 
 /* Bounds what all keeps hold together (bounds.h): a scan of the bins, once per
@@ -138,7 +139,14 @@ static BX_NOINLINE void balance_keeps(bx_heap_t *h) {
 }
 
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
-    if (BX_UNLIKELY(++self->counters.remote_frees % BX_KEEP_BALANCE_FREES == 0)) balance_keeps(self);
+    size_t frees = ++self->counters.remote_frees;
+    /* The block's run is open: its first object found no room in the keep (or the keep was
+     * off), so the rest of a batch of the block follow it without asking again. */
+    if (BX_LIKELY(self->outbox.last_run->blk == blk && frees % BX_KEEP_BALANCE_FREES)) {
+        bx_remote_send_small(&self->outbox, blk, obj);
+        return;
+    }
+    if (BX_UNLIKELY(frees % BX_KEEP_BALANCE_FREES == 0)) balance_keeps(self);
     /* used is the keep block's room left; none for a size this thread never allocated (its
      * bin may be unformatted), and never objects of another node. */
     if (BX_LIKELY(self->keep[blk->bin].used && blk->heap->node == self->node) &&
@@ -187,6 +195,33 @@ static bool remote_link_ok(bx_heap_t *h, const void *obj) {
            bx_object_is_free(obj, sb->free_key);
 }
 
+/* A run (remote.h): spliced onto its block's list. What the inbox says is checked before
+ * anything is written: the block is h's, both ends are its slots, the count fits. */
+static size_t drain_run(bx_heap_t *h, uintptr_t head_word, uintptr_t meta) {
+    char *head = (char *)(head_word & ~(uintptr_t)BX_RUN_HEAD);
+    bx_block_t *blk = bx_block_of(head);
+    char *tail = bx_block_mem_of(head) + bx_run_meta_tail(meta);
+    uint32_t count = bx_run_meta_count(meta);
+    if (BX_UNLIKELY(!(meta & BX_RUN_META) || blk->heap != h || !count || count > blk->used ||
+                    !bx_block_is_own_slot(blk, head) || !bx_block_is_own_slot(blk, tail)))
+        bx_fatalf("malloc(): corrupted remote frees at %p (a run of objects other threads freed)", (void *)head);
+    size_t size = blk->size;
+    bx_bin_free_run(&h->small[blk->bin], blk, head, tail, count);
+    return size * count;
+}
+
+/* Fetches what draining word i will touch: an object and its block header, or a run's
+ * header and oldest object (the only one of the run written). */
+static inline void drain_prefetch(void *const *buf, uint32_t i) {
+    uintptr_t w = (uintptr_t)buf[i];
+    if (w & BX_RUN_META) return;
+    __builtin_prefetch(bx_block_of((void *)w), 1);
+    if (w & BX_RUN_HEAD)
+        __builtin_prefetch(bx_block_mem_of((void *)w) + bx_run_meta_tail((uintptr_t)buf[i + 1]), 1);
+    else
+        __builtin_prefetch((void *)w, 1);
+}
+
 void bx_heap_drain(bx_heap_t *h) {
     size_t bytes = 0;
     void *buf[DRAIN_STEP];
@@ -196,12 +231,16 @@ void bx_heap_drain(bx_heap_t *h) {
          taken += n) {
         /* The addresses are known up front: fetch objects and their block headers ahead,
          * so that the misses overlap instead of coming one after another. */
-        for (uint32_t i = 0; i < n + DRAIN_AHEAD; i++) {
-            if (i < n) {
-                __builtin_prefetch(buf[i], 1);
-                __builtin_prefetch(bx_block_of(buf[i]), 1);
+        for (uint32_t i = 0; i < n && i < DRAIN_AHEAD; i++) drain_prefetch(buf, i);
+        for (uint32_t i = 0; i < n; i++) {
+            if (i + DRAIN_AHEAD < n) drain_prefetch(buf, i + DRAIN_AHEAD);
+            uintptr_t w = (uintptr_t)buf[i];
+            if (w & BX_RUN_HEAD) {
+                bytes += drain_run(h, w, (uintptr_t)buf[i + 1]);
+                i++;
+            } else if (!(w & BX_RUN_META)) {
+                bytes += drain_one(h, buf[i]);
             }
-            if (i >= DRAIN_AHEAD) bytes += drain_one(h, buf[i - DRAIN_AHEAD]);
         }
     }
     void *obj = bx_remote_take(&h->remote);

@@ -233,6 +233,14 @@ void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj) {
     if (free == 1 || free == blk->capacity / 2u + 1 || blk->used == 0) place(b, blk);
 }
 
+void bx_bin_free_run(bx_bin_t *b, bx_block_t *blk, void *head, void *tail, uint32_t count) {
+    *(uintptr_t *)tail = blk->free ^ bx_link_secret;
+    blk->free = (uint16_t)(uintptr_t)head;
+    blk->used = (uint16_t)(blk->used - count);
+    b->block_frees += count;
+    if (!blk->chain_refs) place(b, blk); /* settled when its last chain goes otherwise */
+}
+
 void bx_bin_empty_front(bx_bin_t *b) {
     bx_front_t *f = &b->front;
     uint32_t n = bx_front_n(f);

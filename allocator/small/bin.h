@@ -103,6 +103,9 @@ void bx_bin_new_chain(bx_bin_t *b, bx_block_t *blk);
 void bx_bin_push_chain(bx_bin_t *b, bx_block_t *blk, uint32_t count);
 /* A free that bypasses the chain stack (frees from other threads, DESIGN §4). */
 void bx_bin_free_direct(bx_bin_t *b, bx_block_t *blk, void *obj);
+/* The same for `count` of blk's objects another thread linked in the list's format, from
+ * head to tail (remote.h's runs), all marked free: one write, to tail. */
+void bx_bin_free_run(bx_bin_t *b, bx_block_t *blk, void *head, void *tail, uint32_t count);
 /* Drops the top chain if its block is entirely free (the block goes back to the cache when
  * no other record names it); true if it did. */
 bool bx_bin_release_empty_top(bx_bin_t *b);

@@ -34,18 +34,43 @@ static bool inbox_reserve(bx_remote_t *r, uint32_t n, uint32_t *start) {
     return true;
 }
 
-/* Pushes n objects of `bytes` in all: into the inbox if it has room, else onto the list.
- * Returns the bytes now waiting. */
+/* Links a run's objects (block-list offsets) into the list's format and pushes them: where
+ * the inbox has no room, and after fork. The objects stay marked free. */
+static void push_run_to_list(bx_remote_t *r, uintptr_t head_word, uintptr_t meta) {
+    char *obj = (char *)(head_word & ~(uintptr_t)BX_RUN_HEAD), *mem = bx_block_mem_of(obj), *first = obj;
+    const bx_block_t *blk = bx_block_of(obj);
+    for (uint32_t n = bx_run_meta_count(meta); n > 1; n--) {
+        char *next = mem + (uint16_t)(*(uintptr_t *)obj ^ bx_link_secret);
+        /* A link a write after free changed is never followed, let alone written through. */
+        if (BX_UNLIKELY(!bx_block_is_own_slot(blk, next) || !bx_object_is_free(next, bx_block_key(blk))))
+            bx_fatalf("free(): corrupted free list at %p (objects other threads freed): the free object there was "
+                      "written after it was freed",
+                      (void *)obj);
+        bx_link_set(obj, next);
+        obj = next;
+    }
+    push_chain(r, first, obj);
+}
+
+/* Pushes n words (objects and runs) of `bytes` in all: into the inbox if it has room, else
+ * onto the list. Returns the bytes now waiting. */
 static size_t push_batch(bx_remote_t *r, void *const *objs, uint32_t n, size_t bytes) {
     size_t waiting = atomic_fetch_add_explicit(&r->bytes, bytes, memory_order_relaxed) + bytes;
     uint32_t start;
     if (inbox_reserve(r, n, &start)) {
-        for (uint32_t i = 0; i < n; i++)
+        /* Last word first: the drain, which stops at an empty slot, finds a run's second word
+         * filled whenever it finds its first. */
+        for (uint32_t i = n; i-- > 0;)
             atomic_store_explicit(&r->inbox[(start + i) & (BX_INBOX_SLOTS - 1)], objs[i], memory_order_release);
         return waiting;
     }
-    for (uint32_t i = 0; i + 1 < n; i++) bx_link_set(objs[i], objs[i + 1]);
-    push_chain(r, objs[0], objs[n - 1]);
+    for (uint32_t i = 0; i < n; i++) {
+        uintptr_t w = (uintptr_t)objs[i];
+        if (w & BX_RUN_HEAD)
+            push_run_to_list(r, w, (uintptr_t)objs[++i]);
+        else
+            push_chain(r, objs[i], objs[i]);
+    }
     return waiting;
 }
 
@@ -57,14 +82,21 @@ void *bx_remote_take(bx_remote_t *r) {
 uint32_t bx_remote_take_inbox(bx_remote_t *r, void **out, uint32_t max) {
     uint32_t head = atomic_load_explicit(&r->inbox_head, memory_order_relaxed);
     uint32_t n = 0;
-    /* Stops at the first empty slot: past the tail, or reserved and not filled yet. */
-    while (n < max) {
+    /* Stops at the first empty slot: past the tail, or reserved and not filled yet. A run's
+     * second word was stored before its first. */
+    while (n + 2 <= max) {
         _Atomic(void *) *slot = &r->inbox[head & (BX_INBOX_SLOTS - 1)];
         void *obj = atomic_load_explicit(slot, memory_order_acquire);
         if (!obj) break;
         atomic_store_explicit(slot, NULL, memory_order_relaxed);
         out[n++] = obj;
         head++;
+        if ((uintptr_t)obj & BX_RUN_HEAD) {
+            slot = &r->inbox[head & (BX_INBOX_SLOTS - 1)];
+            out[n++] = atomic_load_explicit(slot, memory_order_relaxed);
+            atomic_store_explicit(slot, NULL, memory_order_relaxed);
+            head++;
+        }
     }
     if (n) atomic_store_explicit(&r->inbox_head, head, memory_order_release);
     return n;
@@ -77,7 +109,15 @@ void bx_remote_after_fork(bx_remote_t *r) {
         _Atomic(void *) *slot = &r->inbox[head & (BX_INBOX_SLOTS - 1)];
         void *obj = atomic_load_explicit(slot, memory_order_relaxed);
         atomic_store_explicit(slot, NULL, memory_order_relaxed);
-        if (obj) push_chain(r, obj, obj);
+        if (!obj) continue;
+        if ((uintptr_t)obj & BX_RUN_HEAD) {
+            /* Filled before its first word, so present. */
+            _Atomic(void *) *meta = &r->inbox[++head & (BX_INBOX_SLOTS - 1)];
+            push_run_to_list(r, (uintptr_t)obj, (uintptr_t)atomic_load_explicit(meta, memory_order_relaxed));
+            atomic_store_explicit(meta, NULL, memory_order_relaxed);
+        } else {
+            push_chain(r, obj, obj);
+        }
     }
     atomic_store_explicit(&r->inbox_head, head, memory_order_relaxed);
 }
@@ -105,6 +145,8 @@ static BX_NOINLINE void flush_slot(bx_outbox_slot_t *slot) {
 }
 
 void bx_outbox_flush(bx_outbox_t *ob) {
+    for (unsigned i = 0; i < BX_OUTBOX_RUNS; i++)
+        if (ob->run[i].blk) bx_remote_run_close(ob, &ob->run[i]);
     for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++) flush_slot(&ob->slot[i]);
 }
 
@@ -112,6 +154,38 @@ static inline void slot_append(bx_outbox_slot_t *slot, void *obj, size_t size) {
     slot->objs[slot->count] = obj;
     slot->bytes += size;
     if (++slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES) flush_slot(slot);
+}
+
+/* Finds the receiver's slot, claiming one (the victim's, flushed) if it has none. */
+static bx_outbox_slot_t *slot_for(bx_outbox_t *ob, bx_remote_t *to) {
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++)
+        if (ob->slot[i].to == to) return &ob->slot[i];
+    bx_outbox_slot_t *slot = NULL;
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS && !slot; i++)
+        if (!ob->slot[i].to) slot = &ob->slot[i];
+    if (!slot) {
+        slot = &ob->slot[ob->victim++ % BX_OUTBOX_SLOTS];
+        flush_slot(slot);
+    }
+    slot->to = to;
+    return slot;
+}
+
+/* A run's two words go into its receiver's slot together (never split by a flush). */
+void bx_remote_run_close(bx_outbox_t *ob, bx_outbox_run_t *run) {
+    bx_block_t *blk = run->blk;
+    uint32_t limit = blk->size * BX_OUTBOX_BATCH < (uint32_t)BX_RUN_BYTES ? blk->size * BX_OUTBOX_BATCH : BX_RUN_BYTES;
+    uint32_t bytes = (uint32_t)((int32_t)limit - run->left);
+    bx_outbox_slot_t *slot = ob->last->to == blk->home ? ob->last : slot_for(ob, blk->home);
+    ob->last = slot;
+    if (slot->count + 2 > BX_OUTBOX_BATCH) flush_slot(slot);
+    slot->objs[slot->count++] = (void *)((uintptr_t)(bx_block_mem_of(run->tail) + run->head) | BX_RUN_HEAD);
+    run->blk = NULL;
+    slot->objs[slot->count++] = (void *)bx_run_meta(bx_block_offset(run->tail), bytes / blk->size);
+    slot->bytes += bytes;
+    /* On at once: a run is a batch already (one compare-and-swap per run), and only the
+     * open runs wait. An unattended receiver's pile handler drains them (after_push). */
+    flush_slot(slot);
 }
 
 /* A free for a receiver with no slot: an unused slot, else the victim's, flushed first. */
@@ -142,9 +216,38 @@ static BX_NOINLINE void switch_append(bx_outbox_t *ob, bx_remote_t *to, void *ob
     slot_append(slot, obj, size);
 }
 
+/* The run of blk: another open one, or a new one in place of the victim (closed first). */
+static bx_outbox_run_t *switch_run(bx_outbox_t *ob, bx_block_t *blk, void *obj) {
+    bx_outbox_run_t *run = NULL, *unused = NULL;
+    for (unsigned i = 0; i < BX_OUTBOX_RUNS; i++) {
+        if (ob->run[i].blk == blk) run = &ob->run[i];
+        if (!ob->run[i].blk) unused = &ob->run[i];
+    }
+    if (!run) {
+        run = unused;
+        if (!run) {
+            run = &ob->run[ob->run_victim++ % BX_OUTBOX_RUNS];
+            bx_remote_run_close(ob, run);
+        }
+        run->blk = blk;
+        run->tail = obj;
+        run->head = BX_FREE_END;
+        /* What waits for the owner stays as before runs: a batch's objects or bytes. */
+        run->left = blk->size * BX_OUTBOX_BATCH < (uint32_t)BX_RUN_BYTES ? (int32_t)(blk->size * BX_OUTBOX_BATCH)
+                                                                          : BX_RUN_BYTES;
+    }
+    ob->last_run = run;
+    return run;
+}
+
 /* One object straight onto the receiver's list. */
 static BX_NOINLINE void send_unbatched(bx_remote_t *to, void *obj, size_t size) {
     after_push(to, push_one(to, obj, size));
+}
+
+void bx_remote_send_small_switch(bx_outbox_t *from, bx_block_t *blk, void *obj) {
+    switch_run(from, blk, obj);
+    bx_remote_send_small(from, blk, obj);
 }
 
 void bx_remote_send(bx_outbox_t *from, bx_remote_t *to, void *obj, size_t size) {

@@ -12,6 +12,13 @@
  * other heaps, so that a stream of them costs one compare-and-swap per batch instead of one
  * per object (the thesis's per-pair lists, with no lock and no per-pair structure).
  *
+ * Runs (snmalloc's per-slab rings): small objects of one block that a thread frees one after
+ * another are linked in that block's own free-list format as they come (the sender writes
+ * each object anyway, to mark it free), and go to the inbox as one entry of two words: the
+ * newest object, tagged, then the oldest one's offset and the count. The owner splices the
+ * run onto the block's list with one write to the oldest object, never touching the others:
+ * they come back into its cache when malloc hands them out, as any object of the list.
+ *
  * This module knows no heap: a receiver that no thread attends to (its thread exited) is
  * marked so by the thread layer, which also says what to do when a pile grows there. */
 #ifndef BX_REMOTE_H
@@ -20,6 +27,7 @@
 #include <stdatomic.h>
 
 #include "base/common.h"
+#include "mem/block.h"
 
 /* A power of two; its pages are touched only by a heap that receives remote frees. */
 #define BX_INBOX_SLOTS 16384u
@@ -44,16 +52,40 @@ typedef struct bx_outbox_slot {
     void *objs[BX_OUTBOX_BATCH];
 } bx_outbox_slot_t;
 
+/* Inbox words: an object's address has its low 4 bits clear; a run is two words, its newest
+ * object tagged BX_RUN_HEAD, then BX_RUN_META with the oldest one's offset and the count. */
+#define BX_RUN_HEAD 1u
+#define BX_RUN_META 2u
+static inline uintptr_t bx_run_meta(uint32_t tail_off, uint32_t count) {
+    return (uintptr_t)tail_off << 20 | (uintptr_t)count << 4 | BX_RUN_META;
+}
+static inline uint32_t bx_run_meta_tail(uintptr_t meta) { return (uint32_t)(meta >> 20) & 0xffff; }
+static inline uint32_t bx_run_meta_count(uintptr_t meta) { return (uint32_t)(meta >> 4) & 0xffff; }
+
+/* A run closes at BX_OUTBOX_BATCH objects or this many bytes: what it holds back from its
+ * owner, as a batch did before runs. */
+#define BX_OUTBOX_RUNS 4
+#define BX_RUN_BYTES (16 * (int32_t)BX_KB)
+typedef struct bx_outbox_run {
+    bx_block_t *blk; /* NULL: unused */
+    char *tail;      /* oldest: its link is the owner's to set */
+    int32_t left;    /* bytes it takes before it closes */
+    uint16_t head;   /* offset of the newest: the block's list will start there */
+} bx_outbox_run_t;
+
 typedef struct bx_outbox {
     bx_outbox_slot_t slot[BX_OUTBOX_SLOTS];
     unsigned victim;
     bx_outbox_slot_t *last; /* the slot used last: frees come in runs per receiver */
+    bx_outbox_run_t run[BX_OUTBOX_RUNS];
+    bx_outbox_run_t *last_run; /* the run used last: tried first */
+    unsigned run_victim;
 } bx_outbox_t;
 
 /* ---- receiving ---- */
 /* Takes the whole list and returns it (NULL if empty), subtracting nothing yet. */
 void *bx_remote_take(bx_remote_t *r);
-/* Takes up to `max` addresses from the inbox into `out`; returns how many. */
+/* Takes up to `max` words from the inbox into `out` (a run's two together); returns how many. */
 uint32_t bx_remote_take_inbox(bx_remote_t *r, void **out, uint32_t max);
 /* The drain took objects of `bytes` in all. */
 static inline void bx_remote_taken(bx_remote_t *r, size_t bytes) {
@@ -70,11 +102,32 @@ static inline bool bx_remote_pending(bx_remote_t *r) {
 void bx_remote_after_fork(bx_remote_t *r);
 
 /* ---- sending ---- */
-static inline void bx_outbox_init(bx_outbox_t *ob) { ob->last = &ob->slot[0]; }
+static inline void bx_outbox_init(bx_outbox_t *ob) {
+    ob->last = &ob->slot[0];
+    ob->last_run = &ob->run[0];
+}
 /* Sends obj (of `size` bytes, already marked free) to `to`: batched in `from` while a thread
  * attends to `to`, straight onto its list when not or when there is no outbox (NULL). */
 void bx_remote_send(bx_outbox_t *from, bx_remote_t *to, void *obj, size_t size);
-/* Sends every batched free on to its receiver. */
+/* Sends obj, a plain live object of another heap's small block blk: added to the run of blk
+ * (which marks it free), also when nobody attends to the owner (a run closes into its inbox
+ * at once: bx_remote_run_close). Inline, with
+ * only tail calls: a free of the block of the last one costs two stores and the count. */
+void bx_remote_send_small_switch(bx_outbox_t *from, bx_block_t *blk, void *obj);
+void bx_remote_run_close(bx_outbox_t *from, bx_outbox_run_t *run);
+static inline void bx_remote_send_small(bx_outbox_t *from, bx_block_t *blk, void *obj) {
+    bx_outbox_run_t *run = from->last_run;
+    if (BX_UNLIKELY(run->blk != blk)) {
+        bx_remote_send_small_switch(from, blk, obj);
+        return;
+    }
+    /* Pushed as onto the block's list: the oldest links to the end until the owner splices. */
+    *(uintptr_t *)obj = run->head ^ bx_link_secret;
+    ((uintptr_t *)obj)[1] = bx_block_key(blk);
+    run->head = (uint16_t)(uintptr_t)obj;
+    if (BX_UNLIKELY((run->left -= (int32_t)blk->size) <= 0)) bx_remote_run_close(from, run);
+}
+/* Sends every batched free and every run on to its receiver. */
 void bx_outbox_flush(bx_outbox_t *ob);
 
 /* Past this many bytes waiting at an unattended receiver, the thread layer's handler runs

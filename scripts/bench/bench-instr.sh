@@ -40,6 +40,7 @@ server-t2:0.01:server 2 SCALE
 server-t1:0.01:server 1 SCALE
 pipeline:0.01:pipeline 2 SCALE
 prodcons:0.01:prodcons 2 SCALE
+bulkpc:0.05:bulkpc 4 SCALE
 realloc:0.01:realloc 2 SCALE
 redis:10000:redis"
 while [ $# -gt 0 ]; do

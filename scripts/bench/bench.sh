@@ -15,7 +15,7 @@ unset LD_PRELOAD BOBOX_PIN
 
 B=$ROOT/build/bench
 MODE=moderate RUNS= ONLY= ALLOCS= FASTPATH=1
-WORKLOADS="server server-t2 prodcons batches batches-t1 falseshare mixed pipeline mergesort
+WORKLOADS="server server-t2 prodcons bulkpc batches batches-t1 falseshare mixed pipeline mergesort
            paging71 paging72 realloc handoff powerlaw powerlaw-t2 tight-t1 tight fifo1k fifo4k
            fifo8k bigbuf larson prodcons64 crossfree gmicro-t1 gmicro memthreads memshape memchurn
            python sort gcc clang sqlite postgres redis"
@@ -23,7 +23,7 @@ WORKLOADS="server server-t2 prodcons batches batches-t1 falseshare mixed pipelin
 # and their own measures go in the CSV's memory column.
 MEM="memthreads memshape memchurn"
 # Multi-threaded workloads: these also run under the pinning variants.
-MT="server server-t2 prodcons batches falseshare pipeline mergesort realloc handoff powerlaw-t2
+MT="server server-t2 prodcons bulkpc batches falseshare pipeline mergesort realloc handoff powerlaw-t2
     tight larson prodcons64 crossfree gmicro sort"
 # Real programs (Debian packages driven by a script); every other workload is our own program
 # in bench/. The CSV's kind column and the report's tables say which is which.
@@ -143,6 +143,7 @@ workload() {
     server)     THREADS=4; CMD=("$B/server" 4 $S) ;;
     server-t2)  THREADS=2; CMD=("$B/server" 2 $S) ;;
     prodcons)   THREADS=4; CMD=("$B/prodcons" 4 $S) ;;
+    bulkpc)     THREADS=4; CMD=("$B/bulkpc" 4 $S) ;;             # 1-2 s at scale 1
     batches)    THREADS=4; CMD=("$B/batches" 4 $S) ;;
     batches-t1) THREADS=1; CMD=("$B/batches" 1 $S) ;;
     falseshare) THREADS=4; CMD=("$B/falseshare" 4 $S) ;;

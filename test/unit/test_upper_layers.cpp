@@ -11,6 +11,7 @@ const char *probe_heap_small(size_t size, int n);
 const char *probe_heap_medium(void);
 const char *probe_front(size_t size);
 const char *probe_remote_free(void);
+const char *probe_remote_runs_overflow(void);
 const char *probe_keep_bound(void);
 const char *probe_tick(void);
 const char *probe_core(void);
@@ -42,6 +43,10 @@ TEST_CASE("a heap's medium object is one block of its own superblock, freed once
 
 TEST_CASE("another heap's free reaches the owner through its remote list and the drain", "[heap][remote]") {
     REQUIRE(ok(probe_remote_free()) == "");
+}
+
+TEST_CASE("runs of remote frees past the owner's inbox take its list and all come back", "[heap][remote]") {
+    REQUIRE(ok(probe_remote_runs_overflow()) == "");
 }
 
 TEST_CASE("a heap's keeps together hold at most their bound of other heaps' objects, and reopen once emptied",

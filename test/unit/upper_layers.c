@@ -106,6 +106,41 @@ const char *probe_remote_free(void) {
     return NULL;
 }
 
+/* Runs (remote.h) past what the owner's inbox holds take its list, relinked object by
+ * object: the drain gives every object back to its block, and the owner's mallocs get them
+ * all again before any new memory. */
+const char *probe_remote_runs_overflow(void) {
+    enum { N = BX_INBOX_SLOTS / 2 * BX_OUTBOX_BATCH * 3 / 2 }; /* half again what the inbox holds in runs */
+    start();
+    bx_heap_t *owner = bx_heap_create(0, BX_HEAP_LIVE), *from = bx_heap_create(0, BX_HEAP_LIVE);
+    CHECK(owner && from, "no heaps");
+    void **objs = malloc(N * sizeof *objs);
+    CHECK(objs, "no array");
+    for (int i = 0; i < N; i++) {
+        CHECK((objs[i] = bx_heap_alloc(owner, 64)), "no object %d", i);
+        memset(objs[i], i & 0xff, 64);
+    }
+    /* `from` never allocated 64 B: it keeps none, every object goes into a run. */
+    for (int i = 0; i < N; i++) bx_heap_free_foreign_small(from, bx_block_of(objs[i]), objs[i]);
+    bx_outbox_flush(&from->outbox);
+    CHECK(atomic_load(&owner->remote.list) != NULL, "the inbox took %d objects in runs: no run reached the list", N);
+    bx_lookup_t r;
+    bx_classify(objs[N - 1], &r);
+    CHECK(r.tag == 0 && r.freed, "an object in a run still reads as live");
+    bx_heap_drain(owner);
+    CHECK(!bx_heap_remote_pending(owner), "the drain left remote frees");
+    CHECK(bx_remote_waiting(&owner->remote) == 0, "%zu bytes still counted as waiting", bx_remote_waiting(&owner->remote));
+    CHECK(bx_heap_check(owner), "bx_heap_check failed after draining runs");
+    qsort(objs, N, sizeof *objs, by_address);
+    for (int i = 0; i < N; i++) {
+        void *p = bx_heap_alloc(owner, 64);
+        CHECK(p && bsearch(&p, objs, N, sizeof *objs, by_address), "malloc %d took memory no run gave back", i);
+    }
+    CHECK(bx_heap_check(owner), "bx_heap_check failed after the mallocs");
+    free(objs);
+    return NULL;
+}
+
 static size_t keeps_held(const bx_heap_t *h) {
     size_t held = 0;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) held += bx_keep_held_bytes(&h->keep[i]);
