@@ -141,6 +141,7 @@ static BX_NOINLINE void flush_slot(bx_outbox_slot_t *slot) {
     if (!slot->count) return;
     after_push(slot->to, push_batch(slot->to, slot->objs, slot->count, slot->bytes));
     slot->count = 0;
+    slot->objects = 0;
     slot->bytes = 0;
 }
 
@@ -151,9 +152,10 @@ void bx_outbox_flush(bx_outbox_t *ob) {
 }
 
 static inline void slot_append(bx_outbox_slot_t *slot, void *obj, size_t size) {
-    slot->objs[slot->count] = obj;
+    slot->objs[slot->count++] = obj;
     slot->bytes += size;
-    if (++slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES) flush_slot(slot);
+    if (++slot->objects >= BX_OUTBOX_BATCH || slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES)
+        flush_slot(slot);
 }
 
 /* Finds the receiver's slot, claiming one (the victim's, flushed) if it has none. */
@@ -171,21 +173,33 @@ static bx_outbox_slot_t *slot_for(bx_outbox_t *ob, bx_remote_t *to) {
     return slot;
 }
 
-/* A run's two words go into its receiver's slot together (never split by a flush). */
+/* A run goes into its receiver's slot as two words (never split by a flush), or as a plain
+ * object when it holds one (frees of mixed sizes rarely take two in a row from one block).
+ * The slot is sent on as a batch of objects was before runs, at BX_OUTBOX_BATCH objects or
+ * BX_OUTBOX_BYTES (so a full run goes at once and short ones share a compare-and-swap);
+ * also when its words are full, and at once to a receiver nobody attends to, whose pile
+ * handler drains it (after_push). */
 void bx_remote_run_close(bx_outbox_t *ob, bx_outbox_run_t *run) {
     bx_block_t *blk = run->blk;
     uint32_t limit = blk->size * BX_OUTBOX_BATCH < (uint32_t)BX_RUN_BYTES ? blk->size * BX_OUTBOX_BATCH : BX_RUN_BYTES;
-    uint32_t bytes = (uint32_t)((int32_t)limit - run->left);
-    bx_outbox_slot_t *slot = ob->last->to == blk->home ? ob->last : slot_for(ob, blk->home);
+    uint32_t bytes = (uint32_t)((int32_t)limit - run->left), count = bytes / blk->size;
+    bx_remote_t *to = blk->home;
+    bx_outbox_slot_t *slot = ob->last->to == to ? ob->last : slot_for(ob, to);
     ob->last = slot;
-    if (slot->count + 2 > BX_OUTBOX_BATCH) flush_slot(slot);
-    slot->objs[slot->count++] = (void *)((uintptr_t)(bx_block_mem_of(run->tail) + run->head) | BX_RUN_HEAD);
     run->blk = NULL;
-    slot->objs[slot->count++] = (void *)bx_run_meta(bx_block_offset(run->tail), bytes / blk->size);
+    char *newest = bx_block_mem_of(run->tail) + run->head;
+    if (count == 1) {
+        slot->objs[slot->count++] = newest;
+    } else {
+        if (slot->count + 2 > BX_OUTBOX_BATCH) flush_slot(slot);
+        slot->objs[slot->count++] = (void *)((uintptr_t)newest | BX_RUN_HEAD);
+        slot->objs[slot->count++] = (void *)bx_run_meta(bx_block_offset(run->tail), count);
+    }
     slot->bytes += bytes;
-    /* On at once: a run is a batch already (one compare-and-swap per run), and only the
-     * open runs wait. An unattended receiver's pile handler drains them (after_push). */
-    flush_slot(slot);
+    slot->objects += count;
+    if (slot->objects >= BX_OUTBOX_BATCH || slot->count >= BX_OUTBOX_BATCH || slot->bytes >= BX_OUTBOX_BYTES ||
+        atomic_load_explicit(&to->unattended, memory_order_relaxed))
+        flush_slot(slot);
 }
 
 /* A free for a receiver with no slot: an unused slot, else the victim's, flushed first. */
@@ -216,8 +230,12 @@ static BX_NOINLINE void switch_append(bx_outbox_t *ob, bx_remote_t *to, void *ob
     slot_append(slot, obj, size);
 }
 
-/* The run of blk: another open one, or a new one in place of the victim (closed first). */
-static bx_outbox_run_t *switch_run(bx_outbox_t *ob, bx_block_t *blk, void *obj) {
+/* One object straight onto the receiver's list. */
+static BX_NOINLINE void send_unbatched(bx_remote_t *to, void *obj, size_t size) {
+    after_push(to, push_one(to, obj, size));
+}
+
+void bx_remote_send_small_switch(bx_outbox_t *ob, bx_block_t *blk, void *obj) {
     bx_outbox_run_t *run = NULL, *unused = NULL;
     for (unsigned i = 0; i < BX_OUTBOX_RUNS; i++) {
         if (ob->run[i].blk == blk) run = &ob->run[i];
@@ -237,17 +255,7 @@ static bx_outbox_run_t *switch_run(bx_outbox_t *ob, bx_block_t *blk, void *obj) 
                                                                           : BX_RUN_BYTES;
     }
     ob->last_run = run;
-    return run;
-}
-
-/* One object straight onto the receiver's list. */
-static BX_NOINLINE void send_unbatched(bx_remote_t *to, void *obj, size_t size) {
-    after_push(to, push_one(to, obj, size));
-}
-
-void bx_remote_send_small_switch(bx_outbox_t *from, bx_block_t *blk, void *obj) {
-    switch_run(from, blk, obj);
-    bx_remote_send_small(from, blk, obj);
+    bx_remote_send_small(ob, blk, obj);
 }
 
 void bx_remote_send(bx_outbox_t *from, bx_remote_t *to, void *obj, size_t size) {

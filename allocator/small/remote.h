@@ -47,7 +47,8 @@ typedef struct bx_remote {
 #define BX_OUTBOX_BYTES (64 * BX_KB)
 typedef struct bx_outbox_slot {
     bx_remote_t *to;
-    uint32_t count;
+    uint32_t count;   /* words in objs: an object, or two for a run */
+    uint32_t objects; /* objects they stand for: sent on at BX_OUTBOX_BATCH, as words are */
     size_t bytes;
     void *objs[BX_OUTBOX_BATCH];
 } bx_outbox_slot_t;
@@ -79,6 +80,7 @@ typedef struct bx_outbox {
     bx_outbox_slot_t *last; /* the slot used last: frees come in runs per receiver */
     bx_outbox_run_t run[BX_OUTBOX_RUNS];
     bx_outbox_run_t *last_run; /* the run used last: tried first */
+    bx_block_t *alone_blk;     /* the block of the last object sent alone, not in a run */
     unsigned run_victim;
 } bx_outbox_t;
 
@@ -109,15 +111,24 @@ static inline void bx_outbox_init(bx_outbox_t *ob) {
 /* Sends obj (of `size` bytes, already marked free) to `to`: batched in `from` while a thread
  * attends to `to`, straight onto its list when not or when there is no outbox (NULL). */
 void bx_remote_send(bx_outbox_t *from, bx_remote_t *to, void *obj, size_t size);
-/* Sends obj, a plain live object of another heap's small block blk: added to the run of blk
- * (which marks it free), also when nobody attends to the owner (a run closes into its inbox
- * at once: bx_remote_run_close). Inline, with
- * only tail calls: a free of the block of the last one costs two stores and the count. */
-void bx_remote_send_small_switch(bx_outbox_t *from, bx_block_t *blk, void *obj);
+/* Sends obj, a plain live object of another heap's small block blk, marking it free: added
+ * to the run of blk, or alone when the last free was of another block (the second in a row
+ * opens a run). Runs go to unattended owners too (bx_remote_run_close). Inline, with only
+ * tail calls: a free of the block of the last one costs two stores and the count. */
+void bx_remote_send_small_switch(bx_outbox_t *from, bx_block_t *blk, void *obj); /* opens or finds blk's run */
 void bx_remote_run_close(bx_outbox_t *from, bx_outbox_run_t *run);
 static inline void bx_remote_send_small(bx_outbox_t *from, bx_block_t *blk, void *obj) {
     bx_outbox_run_t *run = from->last_run;
     if (BX_UNLIKELY(run->blk != blk)) {
+        /* An object of another block than the last one's goes alone, as a plain remote free:
+         * frees of mixed sizes rarely take two in a row from one block, and a run of one
+         * costs more than that. The second in a row opens a run (or finds its open one). */
+        if (from->alone_blk != blk) {
+            from->alone_blk = blk;
+            bx_object_mark_free(obj, bx_block_key(blk));
+            bx_remote_send(from, blk->home, obj, blk->size);
+            return;
+        }
         bx_remote_send_small_switch(from, blk, obj);
         return;
     }

@@ -173,7 +173,9 @@ TEST_CASE("a write after free over a small object's link aborts the malloc that 
 
 TEST_CASE("the corrupted-link message names the object written after free", "[api][invalid][corrupted]") {
     if (foreign_allowed() || checked_mode()) return;
-    // The address is known before the fork: the child's heap is a copy of ours.
+    // The address is known before the fork: the child's heap is a copy of ours. A heap of
+    // our own: on its CPU's shared heap the child, run on another CPU, would use another.
+    a_own_heap();
     const size_t size = 2992;
     void *p = a_malloc(size);
     a_free(p);
@@ -187,6 +189,7 @@ TEST_CASE("the corrupted-link message names the object written after free", "[ap
 
 TEST_CASE("a write after free of an object another thread freed aborts the owner's malloc", "[api][invalid][corrupted]") {
     if (foreign_allowed() || checked_mode()) return;
+    a_own_heap(); // the child's mallocs must find p's heap whatever CPU it runs on
     const size_t size = 3504;
     void *p = a_malloc(size);
     void *neighbour = a_malloc(size); // keeps the block from going back to the cache when p is freed
