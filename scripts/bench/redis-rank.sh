@@ -15,6 +15,7 @@
 #   --requests  requests per redis-benchmark test (4 tests; default 150000)
 #   --out       the per-run CSV (default results/redis-rank.csv)
 #   --md        the ranked table in Markdown (default results/redis-rank.md)
+#   --from CSV  no runs: the table of an earlier call's CSV
 # Exit 2 when redis-server or redis-benchmark is missing.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -22,7 +23,7 @@ cd "$ROOT"
 source scripts/bench/bench-lib.sh
 
 allocs=$(echo $BENCH_ALL_ALLOCS | tr ' ' '\n' | grep -v '^bobox-pin' | tr '\n' ,)
-rounds=9 requests=150000 out=results/redis-rank.csv md=results/redis-rank.md
+rounds=9 requests=150000 out=results/redis-rank.csv md=results/redis-rank.md from=
 while [ $# -gt 0 ]; do
   case $1 in
     --alloc) allocs=$2; shift 2 ;;
@@ -30,6 +31,7 @@ while [ $# -gt 0 ]; do
     --requests) requests=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --md) md=$2; shift 2 ;;
+    --from) from=$2; shift 2 ;;
     *) echo "redis-rank.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +40,9 @@ for p in redis-server redis-benchmark redis-cli; do
   command -v $p >/dev/null || { echo "redis-rank.sh: $p is not installed" >&2; exit 2; }
 done
 
+if [ -n "$from" ]; then
+  out=$from
+else
 names=() preloads=()
 for a in ${allocs//,/ }; do
   if bench_alloc_setup "$a"; then
@@ -64,6 +69,7 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 mv "$out.tmp" "$out"
+fi
 
 python3 - "$out" "$md" <<'EOF'
 import csv, math, statistics, sys
@@ -79,8 +85,8 @@ order = sorted(by, key=lambda a: med(a, 0))
 def sign_p(wins, n):  # two-sided sign test
     tail = sum(math.comb(n, k) for k in range(max(wins, n - wins), n + 1)) / 2 ** n
     return min(1.0, 2 * tail)
-lines = ["| rank | allocator | server CPU, ms per 1,000 requests (median, min-max) | throughput, requests/s (median) | server peak RSS, MB | against the next: rounds won, sign test |",
-         "|---|---|---|---|---|---|"]
+lines = ["| rank | allocator | server CPU, ms per 1,000 requests (median, min-max) | throughput, requests/s (median) | server peak RSS, MB | against the next: rounds won, sign test | bobox against it: CPU ratio (median of rounds), rounds bobox won |",
+         "|---|---|---|---|---|---|---|"]
 for i, a in enumerate(order):
     cpu = [v[0] for v in by[a].values()]
     vs = ""
@@ -90,7 +96,13 @@ for i, a in enumerate(order):
         wins = sum(by[a][r][0] < by[b][r][0] for r in common)
         p = sign_p(wins, len(common))
         vs = f"{wins} of {len(common)}, p = {p:.3f}" + (" (apart)" if p < 0.05 else " (not apart)")
-    lines.append(f"| {i + 1} | {a} | {med(a, 0):.3f} ({min(cpu):.3f}-{max(cpu):.3f}) | {med(a, 1):,.0f} | {med(a, 2):.1f} | {vs} |")
+    vb = ""
+    if "bobox" in by and a != "bobox":
+        common = sorted(set(by["bobox"]) & set(by[a]))
+        ratio = statistics.median(by["bobox"][r][0] / by[a][r][0] for r in common)
+        wins = sum(by["bobox"][r][0] < by[a][r][0] for r in common)
+        vb = f"{ratio:.3f}, {wins} of {len(common)} (p = {sign_p(wins, len(common)):.3f})"
+    lines.append(f"| {i + 1} | {a} | {med(a, 0):.3f} ({min(cpu):.3f}-{max(cpu):.3f}) | {med(a, 1):,.0f} | {med(a, 2):.1f} | {vs} | {vb} |")
 rounds = len({r["round"] for r in rows})
 text = (f"Redis ({rows[0]['requests']} requests in 4 tests a run, {rounds} rounds, allocators in a rotated order each round)\n\n"
         + "\n".join(lines) + "\n")
