@@ -308,6 +308,14 @@ bool bx_checked_bounds(const bx_place_t *at, const void *q, char **start, size_t
     }
     if (!at->tag) return false;
     char *p = at->start;
+    if (at->tag == BX_TAG_LARGE && bx_registry_find(p) < 0) {
+        /* Freed: in the quarantine, sealed (no access), so its trailer cannot be read. A live
+         * checked object is always registered (bx_checked_alloc fails otherwise). */
+        *start = p;
+        *size = (size_t)(at->end - p) - BX_CHECK_GAP;
+        *freed = true;
+        return true;
+    }
     if (at->tag != BX_TAG_LARGE) {
         /* A checked object sits inside its slot, which records where (bx_checked_alloc). */
         if (!bx_object_is_aligned(at->start, at->key)) {
