@@ -103,7 +103,11 @@ int main(int argc, char **argv) {
         printf("arena resident: %ld KB before malloc_trim, %ld KB after\n", before, after.rss_kb);
         CHECK(before >= 10 * 1024, "the churn left only %ld KB resident in the arena", before);
         CHECK(after.rss_kb * 4 < before, "malloc_trim left %ld KB of %ld resident in the arena", after.rss_kb, before);
-        CHECK(after.end - after.start == bytes, "the arena changed size");
+        // The reservation is whole gigabytes; the run may also take in a neighbouring mapping
+        // (a large object, a stack) that the trim unmaps, so it is compared in gigabytes.
+        CHECK(after.start < arena.end && after.end > arena.start, "the arena moved");
+        CHECK(after.end - after.start >= (bytes & ~((1UL << 30) - 1)), "the arena shrank from %lu to %lu MB",
+              bytes >> 20, (after.end - after.start) >> 20);
         return 0;
     }
     // limited: the program lowers its own limit; its own 256 MB mapping must still fit.
