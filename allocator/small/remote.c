@@ -158,10 +158,8 @@ static inline void slot_append(bx_outbox_slot_t *slot, void *obj, size_t size) {
         flush_slot(slot);
 }
 
-/* Finds the receiver's slot, claiming one (the victim's, flushed) if it has none. */
-static bx_outbox_slot_t *slot_for(bx_outbox_t *ob, bx_remote_t *to) {
-    for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++)
-        if (ob->slot[i].to == to) return &ob->slot[i];
+/* A slot for a receiver that has none: an unused one, else the victim's, flushed first. */
+static bx_outbox_slot_t *claim_slot(bx_outbox_t *ob, bx_remote_t *to) {
     bx_outbox_slot_t *slot = NULL;
     for (unsigned i = 0; i < BX_OUTBOX_SLOTS && !slot; i++)
         if (!ob->slot[i].to) slot = &ob->slot[i];
@@ -173,6 +171,19 @@ static bx_outbox_slot_t *slot_for(bx_outbox_t *ob, bx_remote_t *to) {
     return slot;
 }
 
+/* The receiver's slot, claimed if it has none. */
+static bx_outbox_slot_t *slot_for(bx_outbox_t *ob, bx_remote_t *to) {
+    for (unsigned i = 0; i < BX_OUTBOX_SLOTS; i++)
+        if (ob->slot[i].to == to) return &ob->slot[i];
+    return claim_slot(ob, to);
+}
+
+/* What a run of blk holds back from its owner before it closes: a batch's objects or
+ * BX_RUN_BYTES, whichever is less. */
+static inline int32_t run_limit(const bx_block_t *blk) {
+    return blk->size * BX_OUTBOX_BATCH < (uint32_t)BX_RUN_BYTES ? (int32_t)(blk->size * BX_OUTBOX_BATCH) : BX_RUN_BYTES;
+}
+
 /* A run goes into its receiver's slot as two words (never split by a flush), or as a plain
  * object when it holds one (frees of mixed sizes rarely take two in a row from one block).
  * The slot is sent on as a batch of objects was before runs, at BX_OUTBOX_BATCH objects or
@@ -181,8 +192,7 @@ static bx_outbox_slot_t *slot_for(bx_outbox_t *ob, bx_remote_t *to) {
  * handler drains it (after_push). */
 void bx_remote_run_close(bx_outbox_t *ob, bx_outbox_run_t *run) {
     bx_block_t *blk = run->blk;
-    uint32_t limit = blk->size * BX_OUTBOX_BATCH < (uint32_t)BX_RUN_BYTES ? blk->size * BX_OUTBOX_BATCH : BX_RUN_BYTES;
-    uint32_t bytes = (uint32_t)((int32_t)limit - run->left), count = bytes / blk->size;
+    uint32_t bytes = (uint32_t)(run_limit(blk) - run->left), count = bytes / blk->size;
     bx_remote_t *to = blk->home;
     bx_outbox_slot_t *slot = ob->last->to == to ? ob->last : slot_for(ob, to);
     ob->last = slot;
@@ -204,14 +214,7 @@ void bx_remote_run_close(bx_outbox_t *ob, bx_outbox_run_t *run) {
 
 /* A free for a receiver with no slot: an unused slot, else the victim's, flushed first. */
 static BX_NOINLINE void claim_append(bx_outbox_t *ob, bx_remote_t *to, void *obj, size_t size) {
-    bx_outbox_slot_t *slot = NULL;
-    for (unsigned i = 0; i < BX_OUTBOX_SLOTS && !slot; i++)
-        if (!ob->slot[i].to) slot = &ob->slot[i];
-    if (!slot) {
-        slot = &ob->slot[ob->victim++ % BX_OUTBOX_SLOTS];
-        flush_slot(slot);
-    }
-    slot->to = to;
+    bx_outbox_slot_t *slot = claim_slot(ob, to);
     ob->last = slot;
     slot_append(slot, obj, size);
 }
@@ -250,9 +253,7 @@ void bx_remote_send_small_switch(bx_outbox_t *ob, bx_block_t *blk, void *obj) {
         run->blk = blk;
         run->tail = obj;
         run->head = BX_FREE_END;
-        /* What waits for the owner stays as before runs: a batch's objects or bytes. */
-        run->left = blk->size * BX_OUTBOX_BATCH < (uint32_t)BX_RUN_BYTES ? (int32_t)(blk->size * BX_OUTBOX_BATCH)
-                                                                          : BX_RUN_BYTES;
+        run->left = run_limit(blk); /* what waits for the owner stays as before runs */
     }
     ob->last_run = run;
     bx_remote_send_small(ob, blk, obj);
