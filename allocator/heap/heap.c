@@ -279,11 +279,11 @@ void bx_heap_follow_cpu(bx_heap_t *h) {
  * would reuse the gaps. */
 #define BX_PURGE_IDLE_SCANS 16
 
-void bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin) {
+bool bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin) {
     bx_bin_t *b = &h->small[bin];
     /* Its blocks change only by frees (the bin allocates nothing): none since the last pass,
      * nothing to gain from walking them again. */
-    if (!bx_bin_formatted(b) || bx_bin_frees(b) == h->frees_at_purge[bin]) return;
+    if (!bx_bin_formatted(b) || bx_bin_frees(b) == h->frees_at_purge[bin]) return false;
     h->frees_at_purge[bin] = bx_bin_frees(b);
     /* Its chains go first: they pin their blocks (entirely free ones go to the cache, where
      * any size takes them), and their counts include the slots a purge takes off. Its kept
@@ -292,6 +292,7 @@ void bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin) {
     bx_bin_flush(b);
     bx_bin_release_kept(b);
     bx_bin_purge_pages(b);
+    return true;
 }
 static void reclaim_before_growth(bx_heap_t *h, bx_bin_t *except) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {

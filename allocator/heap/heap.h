@@ -76,8 +76,9 @@ void bx_heap_reset_bin_table(bx_heap_t *h);
 extern bx_bin_t bx_heap_bin_none;
 
 /* A bin that allocates nothing gives back the pages of its blocks that hold no live object
- * (bx_bin_purge_pages), when frees came in since it last did. */
-void bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin);
+ * (bx_bin_purge_pages), when frees came in since it last did: its chains and kept objects
+ * go first. True if it did; false leaves the bin as it was. */
+bool bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin);
 
 /* A tick is wanted before its time: the process just became big enough for the reclaimer,
  * which starts at a tick (no lock is held there). */

@@ -7,24 +7,23 @@
 #include "os/options.h"
 
 /* Sends home the kept objects of a bin that no chain counts (all, when it has no chain). At a
- * tick, a bin that allocated nothing since the last one also empties its front cache into
- * its blocks, which can then drain. */
+ * tick, only a bin that allocated nothing since the last one: of no use to it, and it also
+ * gives back the pages its blocks hold no live object in (bx_heap_purge_idle_bin). */
 static void release_kept(bx_heap_t *h, bool idle_only) {
     bool shared = bx_heap_is_shared(h);
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         bx_bin_t *b = &h->small[i];
-        /* At a tick, only those of a size the thread stopped allocating: of no use here. */
-        if (!idle_only || bx_bin_allocs(b) == h->allocs_at_tick[i]) {
-            /* A shared heap's idle size drops its chains too: the threads that used it may
-             * have ended, and its emptied blocks then go back with the cache's decay. */
-            if (idle_only && shared && bx_bin_formatted(b))
+        if (!idle_only) {
+            bx_bin_release_kept(b);
+        } else if (bx_bin_allocs(b) == h->allocs_at_tick[i] && !bx_heap_purge_idle_bin(h, i)) {
+            /* No frees to purge pages for: the front cache still goes into its blocks, which
+             * can then drain, and a shared heap's idle size drops its chains too (the threads
+             * that used it may have ended; its emptied blocks go back with the cache's decay). */
+            if (shared && bx_bin_formatted(b))
                 bx_bin_flush(b);
-            else if (idle_only)
+            else
                 bx_bin_empty_front(b);
             bx_bin_release_kept(b);
-            /* Pages of its blocks with no live object left (after its chains: a block keeps
-             * its other pages). */
-            if (idle_only) bx_heap_purge_idle_bin(h, i);
         }
         h->allocs_at_tick[i] = bx_bin_allocs(b);
     }

@@ -55,7 +55,7 @@ static size_t frontier_step(void) {
 void bx_sb_seal_fresh(bx_superblock_t *sb) {
     size_t step = frontier_step();
     /* Refused (no memory for the split): it stays writable, as before the frontier. */
-    if (bx_os_seal_writes((char *)sb + step, BX_SUPERBLOCK_SIZE - step))
+    if (bx_os_protect((char *)sb + step, BX_SUPERBLOCK_SIZE - step, BX_OS_READ_ONLY))
         sb->writable_end = (char *)sb + step;
     else
         sb->writable_end = (char *)sb + BX_SUPERBLOCK_SIZE;
@@ -66,7 +66,7 @@ bool bx_sb_advance_frontier(bx_superblock_t *sb, const char *end) {
     char *frontier = (char *)sb + bx_align_up((size_t)(end - (char *)sb), frontier_step());
     /* Past the last block: no read-only sliver is left to split the mapping. */
     if (frontier >= sb->first + (size_t)sb->capacity * sb->block_size) frontier = limit;
-    if (!bx_os_protect(sb->writable_end, (size_t)(frontier - sb->writable_end), true)) return false;
+    if (!bx_os_protect(sb->writable_end, (size_t)(frontier - sb->writable_end), BX_OS_READ_WRITE)) return false;
     sb->writable_end = frontier;
     return true;
 }

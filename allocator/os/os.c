@@ -163,22 +163,11 @@ void *bx_os_reserve_none(size_t size) {
     return p == MAP_FAILED ? NULL : p;
 }
 
-bool bx_os_make_writable(void *p, size_t size) {
-    uintptr_t page = bx_os_page_size();
-    uintptr_t start = bx_align_down_ptr((uintptr_t)p, page);
-    return mprotect((void *)start, bx_align_up((uintptr_t)p + size, page) - start, PROT_READ | PROT_WRITE) == 0;
-}
-
-bool bx_os_protect(void *p, size_t size, bool access) {
+bool bx_os_protect(void *p, size_t size, bx_os_access_t access) {
+    static const int prot[] = {[BX_OS_NO_ACCESS] = PROT_NONE, [BX_OS_READ_ONLY] = PROT_READ,
+                               [BX_OS_READ_WRITE] = PROT_READ | PROT_WRITE};
     int saved = errno; /* free() must not change errno */
-    bool done = mprotect(p, size, access ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
-    errno = saved;
-    return done;
-}
-
-bool bx_os_seal_writes(void *p, size_t size) {
-    int saved = errno;
-    bool done = mprotect(p, size, PROT_READ) == 0;
+    bool done = mprotect(p, size, prot[access]) == 0;
     errno = saved;
     return done;
 }

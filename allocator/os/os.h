@@ -35,17 +35,14 @@ void bx_os_purge(void *p, size_t size);
 /* Address space with no access and no memory behind it (checked mode's zero-size objects:
  * any read or write faults), not counted as mapped; NULL if it cannot be had. */
 void *bx_os_reserve_none(size_t size);
-/* Makes the pages holding [p, p+size) inaccessible (false: no access) or read-write again
- * (checked mode's gaps after large objects, and large objects in its quarantine); false if
- * the kernel refused. */
-bool bx_os_protect(void *p, size_t size, bool access);
-/* Makes the pages holding [p, p+size) read-only: writes fault, reads see what is there (the
- * part of a superblock no block has reached yet, superblock.h). The charge of a committed
+/* What bx_os_protect leaves of the pages: nothing (checked mode's gaps after large objects,
+ * and large objects in its quarantine), reads (the part of a superblock no block has reached
+ * yet, superblock.h: writes fault, reads see what is there), or reads and writes again. */
+typedef enum { BX_OS_NO_ACCESS, BX_OS_READ_ONLY, BX_OS_READ_WRITE } bx_os_access_t;
+/* Sets the access of the pages holding [p, p+size); errno is kept. The charge of a committed
  * range stays, so making it writable again cannot fail for want of memory. False if the
  * kernel refused. */
-bool bx_os_seal_writes(void *p, size_t size);
-/* Makes the pages holding [p, p+size) of such a reservation writable. */
-bool bx_os_make_writable(void *p, size_t size);
+bool bx_os_protect(void *p, size_t size, bx_os_access_t access);
 /* Grows or shrinks a mapping (mremap): in place, or, with may_move, wherever the kernel finds
  * room if it must, its pages with it. NULL if it cannot (the mapping stays as it was). */
 void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move);

@@ -238,7 +238,7 @@ void *bx_checked_alloc(size_t alignment, size_t size, unsigned form) {
         front = 32;
         p = q;
         usable = r.usable;
-        guard = bx_os_protect(gap_of(r.large), BX_CHECK_GAP, false);
+        guard = bx_os_protect(gap_of(r.large), BX_CHECK_GAP, BX_OS_NO_ACCESS);
     } else {
         bx_object_mark_aligned(r.object, p, bx_object_key(r.object));
     }
@@ -379,7 +379,7 @@ static void release_now(void *p, bool opened) {
     large_room(&r);
     if (!r.tag) bx_fatalf("free(): quarantined object %p lost", p);
     if (r.tag == BX_TAG_LARGE && !opened && ((*trailer_of(p, r.usable) ^ trailer_code(p)) & REC_GUARD) &&
-        !bx_os_protect(gap_of(r.large), BX_CHECK_GAP, true))
+        !bx_os_protect(gap_of(r.large), BX_CHECK_GAP, BX_OS_READ_WRITE))
         return;
     bx_free_resolved(&r);
 }
@@ -400,7 +400,7 @@ static void check_trailer(const parked_t *q) {
 static void leave_quarantine(const parked_t *q) {
     if (q->sealed) {
         /* Nothing could write it meanwhile; the trailer is read once it is open again. */
-        if (!bx_os_protect(q->object, q->usable + BX_CHECK_GAP, true)) return;
+        if (!bx_os_protect(q->object, q->usable + BX_CHECK_GAP, BX_OS_READ_WRITE)) return;
         check_trailer(q);
         release_now(q->object, true);
         return;
@@ -448,7 +448,7 @@ void bx_checked_release(const bx_lookup_t *r, void *p) {
     }
     /* A large object (page-aligned, the gap after it) is sealed; if the kernel refuses, it is
      * filled and checked as the others. */
-    bool sealed = r->tag == BX_TAG_LARGE && bx_os_protect(p, r->usable, false);
+    bool sealed = r->tag == BX_TAG_LARGE && bx_os_protect(p, r->usable, BX_OS_NO_ACCESS);
     if (!sealed) bx_fill(p, BX_FREE_FILL, r->usable - sizeof(uintptr_t));
     parked_t out[4];
     size_t n_out = 0;

@@ -182,16 +182,36 @@ static inline void a_free_aligned_sized(void *p, size_t al, size_t n) {
 static inline uint8_t pat_byte(uint64_t seed, size_t i) {
     return static_cast<uint8_t>((seed * 0x9E3779B97F4A7C15ull >> 56) + i * 131u + (i >> 9) + (i >> 17));
 }
+// The pattern's 8 bytes from i, a multiple of 8: within them only i * 131 changes (i >> 9 and
+// i >> 17 do not), so the lanes add 131 each with no carry between them. Word-wise fill and
+// check cost an eighth of the loads and stores, which sanitizer and checked builds instrument.
+static inline uint64_t pat_word(uint64_t seed, size_t i) {
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    const uint64_t steps = 0x95128F0C89068300ull;  // lane k: 131 * k mod 256, k = 0..7
+    uint64_t base = pat_byte(seed, i) * ones;
+    return ((base & ~high) + (steps & ~high)) ^ ((base ^ steps) & high);
+}
 static inline void fill(void *p, size_t n, uint64_t seed) {
     uint8_t *b = static_cast<uint8_t *>(p);
-    for (size_t i = 0; i < n; i++) b[i] = pat_byte(seed, i);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = pat_word(seed, i);
+        memcpy(b + i, &w, 8);
+    }
+    for (; i < n; i++) b[i] = pat_byte(seed, i);
     asm volatile("" ::: "memory");
 }
 // Index of the first byte that differs from the pattern, or SIZE_MAX when all match.
 static inline size_t check(const void *p, size_t n, uint64_t seed) {
     asm volatile("" ::: "memory");
     const uint8_t *b = static_cast<const uint8_t *>(p);
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        if (w != pat_word(seed, i)) break;  // the byte loop names the first that differs
+    }
+    for (; i < n; i++)
         if (b[i] != pat_byte(seed, i)) return i;
     return SIZE_MAX;
 }
