@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# test: slow=90
-# Real program: gcc -O2 compiling a large generated C file (1000 functions) under
+# test: slow=40
+# Real program: gcc -O2 compiling a large generated C file (400 functions, 300 KB) under
 # LD_PRELOAD=libbobox.so (driver, cc1, as, ld all preloaded) produces the same object file
 # (byte for byte and by disassembly) and a program with the same output as without it.
 source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 command -v gcc >/dev/null || { echo "gcc not installed"; exit 77; }
-N=${ALLOC_GCC_FUNCS:-1000}
+N=${ALLOC_GCC_FUNCS:-400}
 cd "$TMP" || fail "cd $TMP"
 awk -v N="$N" 'BEGIN {
     print "#include <stdio.h>"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# test: slow=45
-# Real program: GNU sort of a generated 200 MB file under LD_PRELOAD=libbobox.so gives the same
+# test: slow=35
+# Real program: GNU sort of a generated 100 MB file under LD_PRELOAD=libbobox.so gives the same
 # sha256 as without it: whole-line sort, a keyed/numeric sort, and an external sort with a small
 # buffer and 4 threads (temporary files and merges).
 source "$(dirname "$0")/../lib/common.sh" || exit 1
 need_lib
 need_prog alloc_gen_lines
-SIZE=${ALLOC_SORT_BYTES:-200000000}
+SIZE=${ALLOC_SORT_BYTES:-100000000}
 avail=$(df -Pk "$TMP" | awk 'NR==2 {print $4}')
 [ "${avail:-0}" -gt $((SIZE / 1024 * 4)) ] || { echo "not enough space in $TMP for a $SIZE-byte sort test"; exit 77; }
 export LC_ALL=C
