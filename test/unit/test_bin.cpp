@@ -97,7 +97,8 @@ TEST_CASE("bin: random operations keep objects distinct and structures consisten
         for (unsigned l = BX_LIST_FULL; l < BX_LIST_COUNT; l++) REQUIRE(f.bin.lists[bx_bin_list_slot(l)] == nullptr);
         bx_blockcache_flush(&f.cache);
         REQUIRE(f.cache.alloc.superblocks == 0);
-        REQUIRE(bx_node_superblocks_in_use() == in_use_superblocks_before);
+        // Not equal: the reclaimer may hand back another heap's superblock meanwhile.
+        REQUIRE(bx_node_superblocks_in_use() <= in_use_superblocks_before);
     }
 }
 

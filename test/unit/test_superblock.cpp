@@ -22,6 +22,7 @@ TEST_CASE("block allocator: takes from the fullest superblock; heap order and po
         size_t in_use_before = bx_node_superblocks_in_use();
         std::vector<char *> live;
         std::set<char *> seen;
+        std::map<bx_superblock_t *, char *> block_of_sb; // one block each superblock handed out
         std::mt19937 rng(block_size);
         for (int step = 0; step < 6000; step++) {
             if (live.size() < 20 || rng() % 100 < 55) {
@@ -37,6 +38,7 @@ TEST_CASE("block allocator: takes from the fullest superblock; heap order and po
                 if (min_free != UINT32_MAX) REQUIRE(sb->capacity - (sb->used - 1) == min_free);
                 if (tag == BX_TAG_SMALL) REQUIRE((uintptr_t)p % BX_BLOCK_SIZE == 0);
                 REQUIRE(seen.insert(p).second);
+                block_of_sb.emplace(sb, p);
                 live.push_back(p);
             } else {
                 size_t i = rng() % live.size();
@@ -53,8 +55,12 @@ TEST_CASE("block allocator: takes from the fullest superblock; heap order and po
         // Entirely free superblocks went back to the node at once, and stale blocks are no longer ours.
         REQUIRE(ba.superblocks == 0);
         REQUIRE(ba.count == 0);
-        REQUIRE(bx_node_superblocks_in_use() == in_use_before);
-        REQUIRE(bx_pagemap_get(live.empty() ? nullptr : live[0]) == 0);
+        // The reclaimer may hand back another heap's superblock meanwhile (it did under ASan,
+        // 8 s into the test): the node's count does not rise, and none of ours is still
+        // named in the address map.
+        REQUIRE(bx_node_superblocks_in_use() <= in_use_before);
+        REQUIRE(block_of_sb.size() > 1);
+        for (auto &sb_block : block_of_sb) REQUIRE(bx_pagemap_get(sb_block.second) == 0);
         bx_blockalloc_destroy(&ba);
     }
 }
