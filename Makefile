@@ -14,7 +14,9 @@ CXXFLAGS  ?= -O2 -g
 LIB_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude -Iallocator \
               -fvisibility=hidden -ftls-model=initial-exec -fno-plt -fno-semantic-interposition \
               -fno-tree-slp-vectorize
-TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -pthread -Iinclude -Iallocator -Itest -DBX_TESTING
+# Tests keep line tables only (-g1): a failure's backtrace still names file and line, and a
+# Catch2 source compiles in two thirds of the time (test_api_basic.cpp 9.3 s -> 6.2 s).
+TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -g1 -pthread -Iinclude -Iallocator -Itest -DBX_TESTING
 
 # Every allocator source is built twice: for libbobox.so with BOBOX_OVERRIDE (the standard
 # names, the C++ operators, dlopen: cxx.c, operators.c and dlopen.c go only there), and for

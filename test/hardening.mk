@@ -32,7 +32,7 @@ TEST_BINS += $(BUILD)/test/unit_stress $(BUILD)/test/preload_stress
 # -O1 keeps stacks readable; UBSan findings are fatal (no recovery) so that a run fails.
 SAN_LIB_CFLAGS = -std=gnu11 $(WARN) -O1 -g -fno-omit-frame-pointer -fPIC -pthread -Iinclude -Iallocator -DBX_TESTING \
                  -fvisibility=hidden -ftls-model=initial-exec -fno-plt -fno-semantic-interposition
-SAN_CXXFLAGS   = -std=c++17 $(WARN) -O1 -g -fno-omit-frame-pointer -pthread -Iinclude -Iallocator -Itest -DBX_TESTING
+SAN_CXXFLAGS   = -std=c++17 $(WARN) -O1 -gline-tables-only -fno-omit-frame-pointer -pthread -Iinclude -Iallocator -Itest -DBX_TESTING
 
 ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN_FLAGS := -fsanitize=thread

@@ -185,7 +185,7 @@ static inline uint8_t pat_byte(uint64_t seed, size_t i) {
 // The pattern's 8 bytes from i, a multiple of 8: within them only i * 131 changes (i >> 9 and
 // i >> 17 do not), so the lanes add 131 each with no carry between them. Word-wise fill and
 // check cost an eighth of the loads and stores, which sanitizer and checked builds instrument.
-static inline uint64_t pat_word(uint64_t seed, size_t i) {
+static inline uint64_t pat_lanes(uint64_t seed, size_t i) {
     const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
     const uint64_t steps = 0x95128F0C89068300ull;  // lane k: 131 * k mod 256, k = 0..7
     uint64_t base = pat_byte(seed, i) * ones;
@@ -195,7 +195,7 @@ static inline void fill(void *p, size_t n, uint64_t seed) {
     uint8_t *b = static_cast<uint8_t *>(p);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        uint64_t w = pat_word(seed, i);
+        uint64_t w = pat_lanes(seed, i);
         memcpy(b + i, &w, 8);
     }
     for (; i < n; i++) b[i] = pat_byte(seed, i);
@@ -209,7 +209,7 @@ static inline size_t check(const void *p, size_t n, uint64_t seed) {
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, b + i, 8);
-        if (w != pat_word(seed, i)) break;  // the byte loop names the first that differs
+        if (w != pat_lanes(seed, i)) break;  // the byte loop names the first that differs
     }
     for (; i < n; i++)
         if (b[i] != pat_byte(seed, i)) return i;

@@ -44,8 +44,9 @@ namespace stress {
 
 using namespace api;
 
-// Sanitized builds run 5-20x slower: they do less work for the same coverage of paths.
-constexpr int kScale = STRESS_SANITIZED ? 4 : 1;
+// Sanitized builds run 5-20x slower, and checked mode (BOBOX_CHECK=1, hardening_checked.sh)
+// 2-4x with a system call per large object: they do less work for the same coverage of paths.
+inline const int kScale = STRESS_SANITIZED || checked_mode() ? 4 : 1;
 
 // bobox_check_heap() of the calling thread: 1 consistent, 0 not, -1 unavailable (preload
 // build without the symbol: a failure too).
