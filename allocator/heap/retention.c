@@ -6,10 +6,11 @@
 #include "mem/node.h"
 #include "os/options.h"
 
-/* Sends home the kept objects of a bin that no chain counts (all, when it has no chain). At a
- * tick, only a bin that allocated nothing since the last one: of no use to it, and it also
- * gives back the pages its blocks hold no live object in (bx_heap_purge_idle_bin). */
-static void release_kept(bx_heap_t *h, bool idle_only) {
+/* Each bin sends home the kept objects no chain counts (all, when it has no chain). At a
+ * tick (idle_only), only a bin that allocated nothing since the last one: they are of no use
+ * to it, and it also gives back the pages its blocks hold no live object in
+ * (bx_heap_purge_idle_bin). */
+static void release_bins(bx_heap_t *h, bool idle_only) {
     bool shared = bx_heap_is_shared(h);
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         bx_bin_t *b = &h->small[i];
@@ -32,7 +33,7 @@ static void release_kept(bx_heap_t *h, bool idle_only) {
 void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
     if (level == BX_RELEASE_TICK) {
         bx_node_giving_idle = true; /* all of it idle for a delay */
-        release_kept(h, true);
+        release_bins(h, true);
         bx_outbox_flush(&h->outbox);
         bx_blockcache_decay(&h->small_blocks);
         for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_decay(&h->medium[i]);
@@ -43,7 +44,7 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
     bx_outbox_flush(&h->outbox);
     bx_heap_drain(h);
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) bx_bin_flush(&h->small[i]);
-    release_kept(h, false);
+    release_bins(h, false);
     bx_outbox_flush(&h->outbox); /* the kept objects just sent home */
     bx_blockcache_flush(&h->small_blocks);
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_flush(&h->medium[i]);
