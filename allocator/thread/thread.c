@@ -132,11 +132,21 @@ static void thread_exit(void *arg) {
     bx_unlock(&registry_lock);
 }
 
-static bx_heap_t *adopt(int node) {
+/* Whether a heap holds objects its threads allocated and nobody freed yet. */
+static bool holds_live(const bx_heap_t *h) {
+    if (h->counters.medium_live_bytes) return true;
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++)
+        if (bx_bin_allocated(&h->small[i])) return true;
+    return false;
+}
+
+/* An abandoned heap of `node`, now the caller's; with live_only, only one that still holds
+ * live objects. */
+static bx_heap_t *adopt(int node, bool live_only) {
     bx_heap_t *h = NULL;
     bx_lock(&registry_lock);
     for (bx_heap_t **link = &abandoned; *link; link = &(*link)->next_abandoned)
-        if ((*link)->node == node) {
+        if ((*link)->node == node && (!live_only || holds_live(*link))) {
             h = *link;
             *link = h->next_abandoned;
             bx_heap_set_state(h, BX_HEAP_LIVE);
@@ -173,14 +183,37 @@ bx_heap_t *bx_thread_heap_slow(void) {
     return bx_options.check ? bx_thread_acquire() : NULL;
 }
 
-bx_heap_t *bx_thread_count_op(void) { return proven_busy() ? bx_thread_acquire() : NULL; }
+static bx_heap_t *install(bx_heap_t *h);
+
+bx_heap_t *bx_thread_count_op(void) {
+    /* A thread's first call: a heap an exited thread left on this node with objects still
+     * live is most likely its predecessor's, whose work (and objects) it takes over. Taken
+     * at once, it costs no memory not already held, the thread's frees of those objects are
+     * its own, and it skips the shared heap's lock (a thread that hands its work to a
+     * successor every 8,000 calls spent its first 1,024 there: `handoff` 1.5x the time). A
+     * heap with nothing live waits: its memory went back at its thread's exit, and a thread
+     * that allocates a little and ends runs on the shared heap's warm pages (`memchurn`,
+     * adopting any heap: 1.7x the time, 1.4x the peak). */
+    if (BX_UNLIKELY(!tls_light.counting) && !tls_torn_down) {
+        tls_light.counting = true;
+        bx_heap_t *h = adopt(bx_node_current(), true);
+        if (h) return install(h);
+        bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
+    }
+    return proven_busy() ? bx_thread_acquire() : NULL;
+}
 
 bx_heap_t *bx_thread_acquire(void) {
     if (tls_torn_down) return NULL;
     int node = bx_node_current();
-    bx_heap_t *h = adopt(node);
+    bx_heap_t *h = adopt(node, false);
     if (!h) h = create_registered(node, BX_HEAP_LIVE);
     if (!h) return NULL;
+    return install(h);
+}
+
+/* h becomes the calling thread's heap. */
+static bx_heap_t *install(bx_heap_t *h) {
     bx_tls_heap = h;
     if (!bx_options.check) {
         bx_tls_fast = h;

@@ -1143,6 +1143,33 @@ TEST_CASE("a thread's first objects, from its CPU's shared heap, are foreign onc
 }
 
 // ---------------------------------------------------------------------------------------------
+TEST_CASE("a thread takes over, at its first call, the heap an exited thread left with live objects", "[api][threads][remote]") {
+    // A successor that works on its predecessor's objects (server thread replacement) adopts
+    // the predecessor's heap before its first free, so those frees are its own and its next
+    // malloc of the size hands the last of them out again. Started on its CPU's shared heap
+    // instead, it sent its first 1,024 frees to the exited thread's heap as another's.
+    if (checked_mode() || foreign_allowed()) return; // checked mode: every thread has a heap at once
+    constexpr int N = 1000; // fewer calls than make a thread busy
+    constexpr size_t kSize = 100;
+    std::vector<unsigned char *> objs(N);
+    std::thread([&] { a_own_heap();
+        for (int i = 0; i < N; i++) memset(objs[i] = static_cast<unsigned char *>(a_malloc(kSize)), i & 0xff, kSize);
+    }).join();
+    uint64_t bad = 0;
+    void *next = nullptr;
+    std::thread([&] {
+        for (int i = 0; i < N; i++) {
+            bad += objs[i][0] != (i & 0xff) || objs[i][kSize - 1] != (i & 0xff);
+            a_free(objs[i]);
+        }
+        next = a_malloc(kSize);
+        a_free(next);
+    }).join();
+    REQUIRE(bad == 0);
+    REQUIRE(next == objs[N - 1]);
+}
+
+// ---------------------------------------------------------------------------------------------
 TEST_CASE("an object freed by another thread comes back to that thread's mallocs before new memory", "[api][threads][remote]") {
     // The freeing thread keeps other heaps' objects of sizes it allocates itself (they are
     // in its cache) and hands them out once the objects its bin had on hand run out: within
