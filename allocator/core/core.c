@@ -56,6 +56,10 @@ void *bx_alloc_aligned_unchecked(size_t alignment, size_t size) {
         bx_object_mark_aligned(p, aligned, bx_object_key(p));
         return aligned;
     }
+    return bx_alloc_mapped(size, alignment);
+}
+
+void *bx_alloc_mapped(size_t size, size_t alignment) {
     bx_heap_t *h = bx_thread_heap();
     bool fresh;
     for (int attempt = 0; attempt < 2; attempt++) {

@@ -18,6 +18,8 @@ static inline bx_bin_t *bx_tls_bin(size_t size) {
 void *bx_alloc_unchecked(size_t size);
 /* alignment: a power of two above BX_ALIGNMENT. */
 void *bx_alloc_aligned_unchecked(size_t alignment, size_t size);
+/* A mapping of its own (a large object) of any size, as bx_alloc_unchecked fails. */
+void *bx_alloc_mapped(size_t size, size_t alignment);
 /* A small size (at most BX_SMALL_MAX): the object plain malloc would hand out next (the top
  * chain's, then the next chain's), else as bx_alloc_unchecked. */
 void *bx_core_alloc_small(size_t size);

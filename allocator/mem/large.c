@@ -64,18 +64,21 @@ static void cache_remove(bx_large_t *l) {
 
 static size_t distance(size_t a, size_t b) { return a > b ? a - b : b - a; }
 
-/* The cached mapping of this node closest in size to `need`, from an eighth to eight times it:
- * its pages are already there, whatever the size (thesis programs 7.1/7.2 for any size, not
- * one repeated size). A bounded look at five buckets keeps it O(1). */
+/* The cached mapping of this node closest in size to `need`, from an eighth to eight times it
+ * (the three buckets either side): its pages are already there, whatever the size (thesis
+ * programs 7.1/7.2 for any size, not one repeated size; realloc's vectors, which move into a
+ * mapping at 128 KB and grow to 1 MB). A bounded look at seven buckets keeps it O(1). */
 static bx_large_t *from_cache(size_t need, int node) {
     bx_large_t *best = NULL;
     if (!__atomic_load_n(&newest, __ATOMIC_RELAXED)) return NULL;
     bx_lock(&cache_lock);
-    unsigned first = bucket_of(need) > 2 ? bucket_of(need) - 2 : 0;
-    for (unsigned b = first; b < BUCKETS && b <= bucket_of(need) + 2; b++) {
+    unsigned first = bucket_of(need) > 3 ? bucket_of(need) - 3 : 0;
+    for (unsigned b = first; b < BUCKETS && b <= bucket_of(need) + 3; b++) {
         int looked = 0;
         for (bx_large_t *l = buckets[b]; l && looked < 8; l = l->bnext, looked++)
-            if (l->node == node && (!best || distance(l->map_size, need) < distance(best->map_size, need))) best = l;
+            if (l->node == node && l->map_size / 8 <= need && need / 8 <= l->map_size &&
+                (!best || distance(l->map_size, need) < distance(best->map_size, need)))
+                best = l;
     }
     if (best) cache_remove(best);
     bx_unlock(&cache_lock);

@@ -88,3 +88,40 @@ TEST_CASE("a large object grows its own mapping and leaves cached mappings to th
     api::a_free(next);
     api::a_free(p);
 }
+
+TEST_CASE("realloc past 128 KB moves an object into a mapping of its own, served by a larger freed one", "[api][realloc]") {
+    // A vector that doubles through the medium sizes left a freed block of each size resident
+    // in that size's superblock, where no larger size could use it (bench realloc: 75 of its
+    // 208 MB peak). Grown past 128 KB it now moves into a mapping, which the large cache
+    // serves from a freed mapping of up to 8 times the size, and which grows in place.
+    api::get_stats_fn stats = api::get_stats_ptr();
+    if (!stats) {
+        if (!api::foreign_allowed()) FAIL("bobox_get_stats missing");
+        return;
+    }
+    if (api::checked_mode()) return; // its realloc is always a malloc, a copy and a free
+    constexpr size_t MEDIUM = 100 << 10, GROWN = 200 << 10, CACHED = 1 << 20, LATER = 600 << 10;
+    char *cached = static_cast<char *>(api::a_malloc(CACHED));
+    REQUIRE(cached != nullptr);
+    memset(cached, 1, CACHED);
+    api::a_free(cached); // waits in the large cache
+    char *p = static_cast<char *>(api::a_malloc(MEDIUM));
+    REQUIRE(p != nullptr);
+    for (size_t i = 0; i < MEDIUM; i++) p[i] = static_cast<char>(i * 13);
+    struct bobox_stats before {}, grown {};
+    stats(&before);
+    REQUIRE(before.large_cached_bytes >= CACHED);
+    char *q = static_cast<char *>(api::a_realloc(p, GROWN));
+    REQUIRE(q != nullptr);
+    stats(&grown);
+    for (size_t i = 0; i < MEDIUM; i++)
+        if (q[i] != static_cast<char>(i * 13)) FAIL("byte " << i << " changed by the move");
+    REQUIRE(grown.large_objects == before.large_objects + 1);      // a mapping of its own
+    REQUIRE(grown.large_cached_bytes < before.large_cached_bytes); // a cached one, not a fresh one
+    memset(q + MEDIUM, 2, GROWN - MEDIUM);
+    char *r = static_cast<char *>(api::a_realloc(q, LATER)); // room enough where it is
+    REQUIRE(r == q);
+    REQUIRE((r[MEDIUM - 1] == static_cast<char>((MEDIUM - 1) * 13) && r[GROWN - 1] == 2));
+    api::a_free(r);
+}
+
