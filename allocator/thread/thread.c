@@ -140,18 +140,28 @@ static bool holds_live(const bx_heap_t *h) {
     return false;
 }
 
+/* Abandoned heaps a thread's first call looks at (newest first: its predecessor's is among
+ * them): each costs a scan of its bins under the registry lock, which every thread start
+ * would otherwise pay for every heap left by a past burst of busy threads. */
+#define ADOPT_LIVE_LOOKS 8
+
 /* An abandoned heap of `node`, now the caller's; with live_only, only one that still holds
- * live objects. */
+ * live objects, among the newest ADOPT_LIVE_LOOKS of the node. */
 static bx_heap_t *adopt(int node, bool live_only) {
     bx_heap_t *h = NULL;
+    unsigned looks = 0;
     bx_lock(&registry_lock);
-    for (bx_heap_t **link = &abandoned; *link; link = &(*link)->next_abandoned)
-        if ((*link)->node == node && (!live_only || holds_live(*link))) {
-            h = *link;
-            *link = h->next_abandoned;
-            bx_heap_set_state(h, BX_HEAP_LIVE);
-            break;
+    for (bx_heap_t **link = &abandoned; *link; link = &(*link)->next_abandoned) {
+        if ((*link)->node != node) continue;
+        if (live_only && !holds_live(*link)) {
+            if (++looks == ADOPT_LIVE_LOOKS) break;
+            continue;
         }
+        h = *link;
+        *link = h->next_abandoned;
+        bx_heap_set_state(h, BX_HEAP_LIVE);
+        break;
+    }
     bx_unlock(&registry_lock);
     /* Keeping follows the sizes the new thread allocates, not the ones its heap's last
      * thread did (the keep blocks were emptied when that thread exited). */
