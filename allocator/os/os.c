@@ -178,9 +178,40 @@ void bx_os_unmap(void *p, size_t size) {
     count_unmapped(size);
 }
 
+/* ThreadSanitizer does not follow mremap: the old range keeps the shadow of the accesses made
+ * there, and a mapping another thread later gets at that address looks like it races with
+ * them. Built with it, a move is a copy into a fresh mapping and an munmap of the old one,
+ * which resets that shadow. */
+#if defined(__SANITIZE_THREAD__)
+#define BX_TSAN_MOVES 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BX_TSAN_MOVES 1
+#endif
+#endif
+#ifdef BX_TSAN_MOVES
+static void *tsan_move(void *p, size_t old_size, void *dest, size_t new_size) {
+    if (!dest) {
+        dest = mmap(NULL, new_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (dest == MAP_FAILED) return MAP_FAILED;
+    }
+    memcpy(dest, p, old_size < new_size ? old_size : new_size);
+    munmap(p, old_size);
+    return dest;
+}
+#endif
+
 void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move) {
     int saved = errno;
+#ifdef BX_TSAN_MOVES
+    void *q = p; /* a shrink gives its tail back with munmap, for the same reason */
+    if (new_size < old_size)
+        munmap((char *)p + new_size, old_size - new_size);
+    else if ((q = mremap(p, old_size, new_size, 0)) == MAP_FAILED && may_move)
+        q = tsan_move(p, old_size, NULL, new_size);
+#else
     void *q = mremap(p, old_size, new_size, may_move ? MREMAP_MAYMOVE : 0);
+#endif
     if (q == MAP_FAILED) {
         errno = saved;
         return NULL;
@@ -194,7 +225,11 @@ void *bx_os_remap(void *p, size_t old_size, size_t new_size, bool may_move) {
 
 bool bx_os_move(void *p, size_t old_size, void *dest, size_t new_size) {
     int saved = errno;
+#ifdef BX_TSAN_MOVES
+    if (tsan_move(p, old_size, dest, new_size) != dest) {
+#else
     if (mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dest) != dest) {
+#endif
         errno = saved;
         return false;
     }
