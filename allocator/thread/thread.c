@@ -19,7 +19,7 @@ static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
 /* A thread without a heap of its own: its mallocs and frees in the current window. */
 static BX_TLS struct {
     uint32_t ops;
-    bool counting; /* the profiler's countdown is set */
+    bool counting; /* past its first call: the profiler's countdown is set, adoption was tried */
     uint64_t window_start_ns;
 } tls_light;
 static int64_t (*countdown_start)(void);
@@ -176,10 +176,6 @@ static bx_heap_t *adopt(int node, bool live_only) {
 /* Whether a thread without a heap has proven busy: BX_BUSY_OPS operations in one window. */
 static bool proven_busy(void) {
     if (tls_torn_down) return false;
-    if (BX_UNLIKELY(!tls_light.counting)) {
-        tls_light.counting = true;
-        bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
-    }
     if (BX_LIKELY(++tls_light.ops < BX_BUSY_OPS)) {
         if (tls_light.ops == 1) tls_light.window_start_ns = bx_now_ns();
         return false;
@@ -193,7 +189,19 @@ bx_heap_t *bx_thread_heap_slow(void) {
     return bx_options.check ? bx_thread_acquire() : NULL;
 }
 
-static bx_heap_t *install(bx_heap_t *h);
+/* h becomes the calling thread's heap. */
+static bx_heap_t *install(bx_heap_t *h) {
+    bx_tls_heap = h;
+    if (!bx_options.check) {
+        bx_tls_fast = h;
+        bx_tls_alloc.bin_for = h->bin_for;
+        bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
+    }
+    /* May allocate (keys past the first 32): this thread already has its heap. */
+    pthread_setspecific(exit_key, h);
+    if (bx_heap_remote_pending(h)) bx_heap_drain(h);
+    return h;
+}
 
 bx_heap_t *bx_thread_count_op(void) {
     /* A thread's first call: a heap an exited thread left on this node with objects still
@@ -204,7 +212,7 @@ bx_heap_t *bx_thread_count_op(void) {
      * heap with nothing live waits: its memory went back at its thread's exit, and a thread
      * that allocates a little and ends runs on the shared heap's warm pages (`memchurn`,
      * adopting any heap: 1.7x the time, 1.4x the peak). */
-    if (BX_UNLIKELY(!tls_light.counting) && !tls_torn_down) {
+    if (BX_UNLIKELY(!tls_light.counting) && !tls_torn_down) { /* proven_busy counts from here */
         tls_light.counting = true;
         bx_heap_t *h = adopt(bx_node_current(), true);
         if (h) return install(h);
@@ -220,20 +228,6 @@ bx_heap_t *bx_thread_acquire(void) {
     if (!h) h = create_registered(node, BX_HEAP_LIVE);
     if (!h) return NULL;
     return install(h);
-}
-
-/* h becomes the calling thread's heap. */
-static bx_heap_t *install(bx_heap_t *h) {
-    bx_tls_heap = h;
-    if (!bx_options.check) {
-        bx_tls_fast = h;
-        bx_tls_alloc.bin_for = h->bin_for;
-        bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
-    }
-    /* May allocate (keys past the first 32): this thread already has its heap. */
-    pthread_setspecific(exit_key, h);
-    if (bx_heap_remote_pending(h)) bx_heap_drain(h);
-    return h;
 }
 
 /* The heap of the CPU the thread runs on (rseq), made at its first use. Without rseq, a
