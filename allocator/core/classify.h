@@ -16,6 +16,7 @@
 #include "mem/arena.h"
 #include "mem/block.h"
 #include "mem/large.h"
+#include "mem/mixed.h"
 #include "mem/pagemap.h"
 #include "mem/superblock.h"
 
@@ -73,8 +74,14 @@ static inline __attribute__((always_inline)) void bx_classify(const void *p, bx_
     case BX_TAG_SMALL: {
         bx_block_t *blk = bx_block_of(p);
         if (bx_block_unowned(blk)) break;
-        char *obj = bx_block_object(blk, p);
-        if (!obj || !bx_block_is_slot(blk, obj)) break;
+        char *obj = bx_block_is_mixed(blk) ? NULL : bx_block_object(blk, p);
+        if (!obj || !bx_block_is_slot(blk, obj)) {
+            if (bx_block_became_mixed(blk) && bx_mixed_lookup(blk, p, &r.object, &r.usable, &r.freed)) {
+                r.tag = BX_TAG_SMALL;
+                r.block = blk;
+            }
+            break;
+        }
         r.freed = bx_object_is_free(obj, bx_block_key(blk));
         if (r.freed || !bx_object_handed_out(obj, p, bx_block_key(blk))) break;
         r.tag = BX_TAG_SMALL;
@@ -130,8 +137,13 @@ static inline void bx_locate(const void *q, bx_place_t *out) {
     case BX_TAG_SMALL: {
         bx_block_t *blk = bx_block_of(q);
         if (bx_block_unowned(blk)) return;
-        char *obj = bx_block_object(blk, q);
-        if (!obj || !bx_block_is_slot(blk, obj)) return;
+        char *obj = bx_block_is_mixed(blk) ? NULL : bx_block_object(blk, q);
+        if (!obj || !bx_block_is_slot(blk, obj)) {
+            if (!bx_block_became_mixed(blk) || !bx_mixed_locate(blk, q, &out->start, &out->end)) return;
+            out->key = bx_block_key(blk);
+            out->freed = false;
+            break;
+        }
         out->key = bx_block_key(blk);
         out->start = obj;
         out->end = obj + blk->size;

@@ -79,14 +79,22 @@ void bx_free_resolved(bx_lookup_t *r) {
     switch (r->tag) {
     case BX_TAG_SMALL: {
         bx_heap_t *owner = r->block->heap;
-        /* Counted first: the heap a thread gets once busy may be the owner (adopted). */
+        /* Counted first: the heap a thread gets once busy may be the owner (adopted). The
+         * block is mixed by its owner only (asked after it may have become ours). */
         if (!h) h = bx_thread_count_op();
+        if (BX_UNLIKELY(bx_block_is_mixed(r->block))) {
+            bx_heap_free_mixed(h, r->block, r->object);
+            break;
+        }
         if (owner == h) {
             bx_heap_free_small(h, r->block, r->object);
             break;
         }
         if (!h && bx_thread_lock_shared(owner, true)) { /* a thread without a heap: as the owner */
-            bx_heap_free_small(owner, r->block, r->object);
+            if (BX_UNLIKELY(bx_block_is_mixed(r->block))) /* by its tick, while we waited */
+                bx_heap_free_mixed(NULL, r->block, r->object);
+            else
+                bx_heap_free_small(owner, r->block, r->object);
             bx_thread_unlock_shared(owner);
             break;
         }

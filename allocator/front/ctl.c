@@ -286,6 +286,15 @@ static int bobox_decay_ms(const req_t *r) {
     return read_value(r, &old, sizeof old);
 }
 
+static int bobox_mixed(const req_t *r) {
+    bool v;
+    int w = write_value(r, &v, sizeof v);
+    if (w < 0) return -w;
+    bool old = __atomic_load_n(&bx_options.mixed, __ATOMIC_RELAXED);
+    if (w) __atomic_store_n(&bx_options.mixed, v, __ATOMIC_RELAXED);
+    return read_value(r, &old, sizeof old);
+}
+
 static int bobox_purge(const req_t *r) {
     int e = neither(r);
     if (e) return e;
@@ -315,6 +324,8 @@ READ_ONLY_LEAF(bobox_heaps_abandoned, size_t, now_stats().heaps_abandoned)
 READ_ONLY_LEAF(bobox_heaps_shared, size_t, bx_stats_shared_heaps())
 READ_ONLY_LEAF(bobox_large_cached, size_t, now_stats().large_cached_bytes)
 READ_ONLY_LEAF(bobox_cache_bytes, size_t, bx_options.cache_bytes)
+READ_ONLY_LEAF(bobox_mixed_blocks, size_t, bx_mixed_blocks())
+READ_ONLY_LEAF(bobox_mixed_bytes, size_t, bx_mixed_live_bytes())
 
 /* ---- the tree -------------------------------------------------------------------------- */
 
@@ -353,6 +364,7 @@ static const node_t bobox_stats[] = {
     LEAF("remote_frees", bobox_remote_frees), LEAF("heaps_live", bobox_heaps_live),
     LEAF("heaps_abandoned", bobox_heaps_abandoned), LEAF("heaps_shared", bobox_heaps_shared),
     LEAF("large_cached", bobox_large_cached),
+    LEAF("mixed_blocks", bobox_mixed_blocks), LEAF("mixed_bytes", bobox_mixed_bytes),
 };
 static const node_t bobox_prof[] = {LEAF("dump", prof_dump)};
 static const node_t bobox[] = {
@@ -360,6 +372,7 @@ static const node_t bobox[] = {
     LEAF("decay_ms", bobox_decay_ms),
     LEAF("cache_bytes", bobox_cache_bytes),
     LEAF("purge", bobox_purge),
+    LEAF("mixed", bobox_mixed),
     LEAF("check_heap", bobox_check_heap_leaf),
     KIDS("prof", bobox_prof),
     KIDS("stats", bobox_stats),

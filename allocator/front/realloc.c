@@ -88,13 +88,17 @@ BX_API void *bobox_realloc(void *p, size_t size) {
      * object would write into the new owner's (as glibc, whose chunk goes to a bin). So an
      * object of our own goes past the front cache into its block, where the free makes it
      * the top chain's head, and then one place down. */
-    bx_heap_t *owner = r.tag == BX_TAG_SMALL ? r.block->heap : NULL;
+    bx_heap_t *owner = r.tag == BX_TAG_SMALL && !bx_block_is_mixed(r.block) ? r.block->heap : NULL;
     if (owner && owner == bx_tls_heap) {
         bx_heap_free_small_block(owner, r.block, r.object);
         bx_block_demote_head(r.block, r.object);
     } else if (owner && !bx_tls_heap && bx_thread_lock_shared(owner, true)) { /* a thread without a heap */
-        bx_heap_free_small_block(owner, r.block, r.object);
-        bx_block_demote_head(r.block, r.object);
+        if (BX_UNLIKELY(bx_block_is_mixed(r.block))) { /* by its tick, while we waited */
+            bx_heap_free_mixed(NULL, r.block, r.object);
+        } else {
+            bx_heap_free_small_block(owner, r.block, r.object);
+            bx_block_demote_head(r.block, r.object);
+        }
         bx_thread_unlock_shared(owner);
     } else {
         bx_free_resolved(&r);

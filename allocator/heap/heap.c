@@ -159,13 +159,94 @@ void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj) {
     send_home_small(self, blk, obj);
 }
 
+/* ---- mixed blocks ---------------------------------------------------------------------- */
+
+static void mixed_link(bx_heap_t *h, bx_block_t *blk) {
+    blk->prev = NULL;
+    blk->next = h->mixed_blocks;
+    if (blk->next) blk->next->prev = blk;
+    h->mixed_blocks = blk;
+}
+
+static void mixed_give_back(bx_heap_t *h, bx_block_t *blk) {
+    if (h->mixed_cursor == blk) h->mixed_cursor = blk->next;
+    if (blk->prev)
+        blk->prev->next = blk->next;
+    else
+        h->mixed_blocks = blk->next;
+    if (blk->next) blk->next->prev = blk->prev;
+    blk->prev = blk->next = NULL;
+    bx_mixed_release(blk);
+    blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
+    bx_blockcache_free(&h->small_blocks, bx_superblock_of(blk->mem), blk->mem);
+}
+
+void bx_heap_free_mixed(bx_heap_t *self, bx_block_t *blk, void *obj) {
+    /* Read while obj is live: once it is freed, the block's owner may give the block away. */
+    bx_heap_t *owner = blk->heap;
+    if (bx_mixed_free(blk, obj, "free()") == 0 && self && owner == self) mixed_give_back(self, blk);
+}
+
+void bx_heap_mixed_tick(bx_heap_t *h) {
+    for (bx_block_t *blk = h->mixed_blocks, *next; blk; blk = next) {
+        next = blk->next;
+        if (bx_mixed_live(blk) == 0)
+            mixed_give_back(h, blk);
+        else
+            bx_mixed_purge(blk);
+    }
+}
+
+/* A block that a size went idle on, this free or more, mixes (mixed.h): its few live objects
+ * pin most of its pages, which other sizes can then fill. */
+#define MIXED_FREE_NUM 3
+#define MIXED_FREE_DEN 4
+/* Sizes that take from mixed blocks: from this size on, a block cut for one holds few enough
+ * objects that finding each in a bitmap costs about what the fresh block's pages would. */
+#define MIXED_MIN_SIZE 512u
+/* Mixed blocks a malloc looks at before it takes a fresh block. */
+#define MIXED_PROBES 8
+
+static void mix_sparse_blocks(bx_heap_t *h, bx_bin_t *b) {
+    for (bx_block_t *blk = b->lists[bx_bin_list_slot(BX_LIST_ALMOST_EMPTY)], *next; blk; blk = next) {
+        next = blk->next;
+        if (blk->chain_refs || MIXED_FREE_DEN * bx_block_free_count(blk) < MIXED_FREE_NUM * blk->capacity) continue;
+        uint32_t live = blk->used;
+        bx_bin_detach(b, blk);
+        if (!bx_mixed_convert(blk)) {
+            bx_bin_attach(b, blk);
+            return;
+        }
+        b->block_frees += live; /* its objects are the mixed block's from now on */
+        mixed_link(h, blk);
+    }
+}
+
+static void *mixed_alloc(bx_heap_t *h, uint32_t size) {
+    bx_block_t *blk = h->mixed_cursor ? h->mixed_cursor : h->mixed_blocks;
+    for (unsigned probe = 0; blk && probe < MIXED_PROBES; probe++) {
+        void *p = bx_mixed_alloc(blk, size);
+        if (p) {
+            h->mixed_cursor = blk;
+            h->counters.mixed++;
+            return p;
+        }
+        blk = blk->next ? blk->next : h->mixed_blocks;
+    }
+    h->mixed_cursor = blk;
+    return NULL;
+}
+
 /* ---- the drain ------------------------------------------------------------------------ */
 
 /* Returns the object's size, read before the free may give its block away. */
 static inline size_t drain_small(bx_heap_t *h, void *obj) {
     bx_block_t *blk = bx_block_of(obj);
     size_t size = blk->size;
-    bx_bin_free_direct(&h->small[blk->bin], blk, obj);
+    if (BX_UNLIKELY(bx_block_is_mixed(blk))) /* freed by a thread that saw it before it mixed */
+        bx_heap_free_mixed(h, blk, obj);
+    else
+        bx_bin_free_direct(&h->small[blk->bin], blk, obj);
     return size;
 }
 
@@ -190,6 +271,12 @@ static bool remote_link_ok(bx_heap_t *h, const void *obj) {
     uintptr_t entry = bx_pagemap_get(obj);
     if (bx_tag_of(entry) == BX_TAG_SMALL) {
         const bx_block_t *blk = bx_block_of(obj);
+        if (BX_UNLIKELY(bx_block_is_mixed(blk))) {
+            void *start;
+            size_t usable;
+            bool freed;
+            return blk->heap == h && bx_mixed_lookup(blk, obj, &start, &usable, &freed) && start == obj;
+        }
         return blk->heap == h && bx_block_is_own_slot(blk, obj) && bx_object_is_free(obj, bx_block_key(blk));
     }
     if (bx_tag_of(entry) != BX_TAG_MEDIUM) return false;
@@ -199,6 +286,22 @@ static bool remote_link_ok(bx_heap_t *h, const void *obj) {
            bx_object_is_free(obj, sb->free_key);
 }
 
+/* A run of a block that became mixed after its objects were sent: each freed alone, from the
+ * newest along the links (the bitmaps check each before it goes). */
+static BX_NOINLINE size_t drain_mixed_run(bx_heap_t *h, bx_block_t *blk, char *head, uint32_t count) {
+    size_t size = blk->size;
+    char *obj = head;
+    for (uint32_t i = 0; i < count; i++) {
+        uintptr_t next = *(const uintptr_t *)obj ^ bx_link_secret;
+        bx_heap_free_mixed(h, blk, obj);
+        if (i + 1 == count) break;
+        if (BX_UNLIKELY(next & BX_FREE_LINK_BAD))
+            bx_fatalf("malloc(): corrupted remote frees at %p (a run of objects other threads freed)", (void *)obj);
+        obj = bx_block_mem_of(head) + next;
+    }
+    return size * count;
+}
+
 /* A run (remote.h): spliced onto its block's list. What the inbox says is checked before
  * anything is written: the block is h's, both ends are its slots, the count fits. */
 static size_t drain_run(bx_heap_t *h, uintptr_t head_word, uintptr_t meta) {
@@ -206,6 +309,7 @@ static size_t drain_run(bx_heap_t *h, uintptr_t head_word, uintptr_t meta) {
     bx_block_t *blk = bx_block_of(head);
     char *tail = bx_block_mem_of(head) + bx_run_meta_tail(meta);
     uint32_t count = bx_run_meta_count(meta);
+    if (BX_UNLIKELY(bx_block_is_mixed(blk)) && (meta & BX_RUN_META) && blk->heap == h) return drain_mixed_run(h, blk, head, count);
     if (BX_UNLIKELY(!(meta & BX_RUN_META) || blk->heap != h || !count || count > blk->used ||
                     !bx_block_is_own_slot(blk, head) || !bx_block_is_own_slot(blk, tail)))
         bx_fatalf("malloc(): corrupted remote frees at %p (a run of objects other threads freed)", (void *)head);
@@ -295,6 +399,7 @@ bool bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin) {
      * for the sizes that are). */
     bx_bin_flush(b);
     bx_bin_release_kept(b);
+    if (!bx_options.check && __atomic_load_n(&bx_options.mixed, __ATOMIC_RELAXED)) mix_sparse_blocks(h, b);
     bx_bin_purge_pages(b);
     return true;
 }
@@ -340,7 +445,13 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
     if (!p) {
         /* Decided after the lists, not from their heads: blocks that chains name stay listed
          * until their chains go, and the refill skips them. */
-        if (bx_blockcache_would_grow(&h->small_blocks)) reclaim_before_growth(h, b);
+        if (bx_blockcache_would_grow(&h->small_blocks)) {
+            reclaim_before_growth(h, b);
+            /* Rather than fresh pages, a run of a mixed block's free space. */
+            if (h->mixed_blocks && b->size >= MIXED_MIN_SIZE && bx_blockcache_would_grow(&h->small_blocks) &&
+                __atomic_load_n(&bx_options.mixed, __ATOMIC_RELAXED) && (p = mixed_alloc(h, b->size)))
+                return p;
+        }
         p = bx_bin_refill_new(b, h);
     }
     /* Checked mode: the whole block a new chain starts on, once per refill. */
@@ -414,6 +525,8 @@ bool bx_heap_check(bx_heap_t *h) {
         if (bx_bin_formatted(b) && b->size != bx_small_size[bin]) return false;
     }
     if (!bx_blockcache_check(&h->small_blocks)) return false;
+    for (const bx_block_t *blk = h->mixed_blocks, *prev = NULL; blk; prev = blk, blk = blk->next)
+        if (blk->heap != h || blk->prev != prev || !bx_block_is_mixed(blk) || !bx_mixed_check(blk)) return false;
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++)
         if (!bx_blockcache_check(&h->medium[i])) return false;
     return true;

@@ -10,6 +10,7 @@
 #include "base/bounds.h"
 #include "small/bin.h"
 #include "mem/blockcache.h"
+#include "mem/mixed.h"
 #include "small/keep.h"
 #include "os/os.h"
 #include "small/remote.h"
@@ -26,6 +27,7 @@ enum bx_heap_state {
 /* Written by the owner only; read racily for statistics. */
 typedef struct bx_heap_counters {
     size_t medium, large, remote_frees; /* small allocations are counted by their bins */
+    size_t mixed;                       /* and by mixed blocks (mixed.h) */
     size_t medium_live_bytes;
     size_t medium_bytes, large_bytes, large_freed_bytes; /* since the heap's start (thread.allocated) */
 } bx_heap_counters_t;
@@ -46,6 +48,9 @@ typedef struct bx_heap {
     size_t frees_at_purge[BX_SMALL_BINS];    /* each bin's frees when its pages were last given back */
     bx_blockcache_t medium[BX_MEDIUM_BINS];  /* one block allocator per medium bin */
     bx_heap_counters_t counters;
+    /* Mixed blocks (mixed.h), linked by their prev and next; malloc tries them from the
+     * cursor on. */
+    bx_block_t *mixed_blocks, *mixed_cursor;
     bx_block_t keep[BX_SMALL_BINS] __attribute__((aligned(64)));
     bx_keeper_t keeper;
     size_t allocs_at_tick[BX_SMALL_BINS]; /* each bin's allocs at the last decay tick */
@@ -139,6 +144,12 @@ void bx_heap_free_medium(bx_heap_t *h, void *sb, uint32_t index);
 /* free's path for a plain live small object of another heap's block (classify.h said so),
  * from heap `self`: kept for this heap's mallocs, or sent home. */
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj);
+/* Frees obj, an object of mixed block blk, from heap `self` (NULL: none): the block goes back
+ * to the cache when self owns it and it empties (its owner's tick finds it otherwise). */
+void bx_heap_free_mixed(bx_heap_t *self, bx_block_t *blk, void *obj);
+/* The owner's pass over its mixed blocks: empty ones back to the cache, and the pages no
+ * object uses back to the OS. */
+void bx_heap_mixed_tick(bx_heap_t *h);
 /* Frees an object of another heap (for a medium one, its live flag cleared) from heap
  * `self` (NULL: none) by sending it to `home`; `key` marks it free on the way. */
 void bx_heap_send_home(bx_heap_t *self, bx_remote_t *home, void *obj, size_t size, uintptr_t key);

@@ -34,6 +34,7 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
     if (level == BX_RELEASE_TICK) {
         bx_node_giving_idle = true; /* all of it idle for a delay */
         release_bins(h, true);
+        bx_heap_mixed_tick(h);
         bx_outbox_flush(&h->outbox);
         bx_blockcache_decay(&h->small_blocks);
         for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_decay(&h->medium[i]);
@@ -45,6 +46,7 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
     bx_heap_drain(h);
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) bx_bin_flush(&h->small[i]);
     release_bins(h, false);
+    bx_heap_mixed_tick(h);
     bx_outbox_flush(&h->outbox); /* the kept objects just sent home */
     bx_blockcache_flush(&h->small_blocks);
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_flush(&h->medium[i]);

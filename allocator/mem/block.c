@@ -26,6 +26,7 @@ void bx_block_init(bx_block_t *b, void *mem, struct bx_heap *heap, struct bx_rem
     b->bin = (uint8_t)bin;
     b->list = BX_LIST_NONE;
     b->purged = b->purged_slots = b->purge_seen = 0;
+    b->mixed = 0;
 }
 
 bool bx_block_check_header(const bx_block_t *b) {

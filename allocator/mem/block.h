@@ -62,7 +62,10 @@ typedef struct bx_block {
     uint16_t purged_slots;        /* those slots: free, neither listed nor fresh */
     uint16_t purge_seen;          /* free count at the last bx_block_purge_pages */
     struct bx_block *prev, *next; /* links of the list named by `list` */
-    void **kept;                  /* a keep block's objects, `carved` of them (keep.h) */
+    union {
+        void **kept;                     /* a keep block's objects, `carved` of them (keep.h) */
+        struct bx_mixed *mixed_state;    /* a mixed block's bitmaps (mixed.h) */
+    };
     char *mem;                    /* the block's 64 KB (malloc's pop adds the offset to it) */
     /* Written when the block is formatted. */
     struct bx_heap *heap __attribute__((aligned(64))); /* owner; other threads' frees go to
@@ -74,6 +77,7 @@ typedef struct bx_block {
     uint32_t div_magic;                                /* floor(2^32 / size) + 1: quotients and divisibility by size */
     uint16_t capacity;                                 /* objects that fit */
     uint8_t bin;
+    uint8_t mixed;              /* a mixed block (mixed.h): set by its owner, read by any thread */
     uint32_t shared_slot_limit; /* a past slot_limit, published when a chain of the block
                                   * runs out: other threads test it first, so their frees
                                   * leave the owner's line alone */
@@ -88,6 +92,7 @@ BX_STATIC_ASSERT(offsetof(bx_block_t, mem) < 64, "the fast paths' fields share t
  * (bx_block_capacity), and every offset below them is a slot's for 16-byte objects. */
 #define BX_FREE_END 0xfff0 /* no free object listed: the next one is cut at the bump pointer */
 #define BX_FREE_KEPT 0xfff1 /* a keep block: its objects are in `kept` */
+#define BX_FREE_MIXED 0xfff2 /* a mixed block: its free space is in its bitmaps (mixed.h) */
 /* Bits that no decoded link of a block's list has: offsets are below 64 KB, multiples of 16
  * (the end's included). */
 #define BX_FREE_LINK_BAD (~(uintptr_t)0xfff0)

@@ -21,6 +21,7 @@
 bx_options_t bx_options = {
     .cache_bytes = 64 * BX_MB,
     .decay_ms = DEFAULT_DECAY_MS,
+    .mixed = true,
     .prof_rate = DEFAULT_PROF_RATE,
 };
 
@@ -152,6 +153,13 @@ void bx_options_init(void) {
     bx_options.cache_bytes = (size_t)mb * BX_MB;
     bx_options.decay_ms = number_setting("BOBOX_DECAY_MS", 0, 3600 * 1000, DEFAULT_DECAY_MS);
     bx_options.thp = word_setting("BOBOX_THP", bx_thp_names, 4, BX_THP_AUTO);
+    const char *mixed = getenv("BOBOX_MIXED");
+    if (mixed && !flag_word(mixed, &bx_options.mixed)) {
+        bx_message("bobox: ignoring BOBOX_MIXED=%s (expected 0 or 1); using 1\n", mixed);
+        bx_options.mixed = true;
+    } else if (mixed && !*mixed) {
+        bx_options.mixed = true; /* set but empty: the default */
+    }
     prof_options();
     const char *mem = getenv("BOBOX_MEM");
     unsigned long allowed[BX_MEM_LONGS];
@@ -172,7 +180,8 @@ void bx_options_report(void) {
                                    : "0");
     char mem[240];
     bx_mempolicy_format(&bx_options.mem, mem, sizeof mem);
-    bx_message("bobox: settings: BOBOX_STATS_LIVE=%d BOBOX_MEM=%s\n", bx_options.stats_live, mem);
+    bx_message("bobox: settings: BOBOX_STATS_LIVE=%d BOBOX_MIXED=%d BOBOX_MEM=%s\n", bx_options.stats_live,
+               bx_options.mixed, mem);
     if (bx_options.prof_prefix)
         bx_message("bobox: settings: BOBOX_PROF=%s BOBOX_PROF_RATE=%zu BOBOX_PROF_SIGNAL=%d BOBOX_PROF_PEAK_MB=%zu\n",
                    bx_options.prof_prefix, bx_options.prof_rate, bx_options.prof_signal,

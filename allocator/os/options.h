@@ -21,6 +21,8 @@ typedef struct bx_options_s {
     int prof_signal;         /* BOBOX_PROF_SIGNAL: a dump on this signal (0: none) */
     size_t prof_peak_bytes;  /* BOBOX_PROF_PEAK_MB: a dump each time the peak grows by this */
     bx_mempolicy_t mem;      /* BOBOX_MEM: the NUMA policy of large objects */
+    bool mixed;              /* BOBOX_MIXED=0: no mixed blocks (heap/heap.c); read at run time,
+                              * bobox.mixed changes it */
 } bx_options_t;
 
 /* Transparent huge pages for the memory objects live in. */

@@ -87,6 +87,9 @@ static void place(bx_bin_t *b, bx_block_t *blk) {
     list_push(b, blk, list);
 }
 
+void bx_bin_detach(bx_bin_t *b, bx_block_t *blk) { list_unlink(b, blk); }
+void bx_bin_attach(bx_bin_t *b, bx_block_t *blk) { place(b, blk); }
+
 static void unref(bx_bin_t *b, bx_block_t *blk) {
     if (--blk->chain_refs == 0 && BX_LIKELY(!bx_block_is_keep(blk))) place(b, blk);
 }

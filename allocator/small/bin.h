@@ -115,6 +115,10 @@ void bx_bin_flush(bx_bin_t *b);
 /* Gives back the pages of the bin's listed blocks that hold no live object (blocks that
  * chains name are left alone: their counts include those pages' slots); the bytes. */
 size_t bx_bin_purge_pages(bx_bin_t *b);
+/* Takes blk, a block no chain names, off its list, and puts it back on the one its fill level
+ * says. */
+void bx_bin_detach(bx_bin_t *b, bx_block_t *blk);
+void bx_bin_attach(bx_bin_t *b, bx_block_t *blk);
 /* Validates the front cache, chains, lists, counts and every block (bx_block_check); false on
  * any inconsistency. */
 bool bx_bin_check(const bx_bin_t *b);

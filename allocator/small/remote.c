@@ -1,6 +1,8 @@
 /* remote.c - the lock-free inbox and list of a receiver, and the outbox of a sender. */
 #include "small/remote.h"
 
+#include "mem/mixed.h"
+
 #include "base/secret.h"
 
 /* ---- receiving ------------------------------------------------------------------------ */
@@ -34,6 +36,19 @@ static bool inbox_reserve(bx_remote_t *r, uint32_t n, uint32_t *start) {
     return true;
 }
 
+/* next, read from a link of a run of blk, is a slot of blk marked free; in a block that mixed
+ * since (mixed.h), an object of it. */
+static bool run_link_ok(const bx_block_t *blk, const char *next) {
+    if (!bx_block_is_slot(blk, next)) {
+        void *start;
+        size_t usable;
+        bool freed;
+        if (!bx_block_became_mixed(blk) || !bx_mixed_lookup(blk, next, &start, &usable, &freed) || start != next)
+            return false;
+    }
+    return bx_object_is_free(next, bx_block_key(blk));
+}
+
 /* Links a run's objects (block-list offsets) into the list's format and pushes them: where
  * the inbox has no room, and after fork. The objects stay marked free. */
 static void push_run_to_list(bx_remote_t *r, uintptr_t head_word, uintptr_t meta) {
@@ -42,7 +57,7 @@ static void push_run_to_list(bx_remote_t *r, uintptr_t head_word, uintptr_t meta
     for (uint32_t n = bx_run_meta_count(meta); n > 1; n--) {
         char *next = mem + (uint16_t)(*(uintptr_t *)obj ^ bx_link_secret);
         /* A link a write after free changed is never followed, let alone written through. */
-        if (BX_UNLIKELY(!bx_block_is_own_slot(blk, next) || !bx_object_is_free(next, bx_block_key(blk))))
+        if (BX_UNLIKELY(!run_link_ok(blk, next)))
             bx_fatalf("free(): corrupted free list at %p (objects other threads freed): the free object there was "
                       "written after it was freed",
                       (void *)obj);

@@ -134,7 +134,7 @@ static void thread_exit(void *arg) {
 
 /* Whether a heap holds objects its threads allocated and nobody freed yet. */
 static bool holds_live(const bx_heap_t *h) {
-    if (h->counters.medium_live_bytes) return true;
+    if (h->counters.medium_live_bytes || h->mixed_blocks) return true;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++)
         if (bx_bin_allocated(&h->small[i])) return true;
     return false;
@@ -387,9 +387,11 @@ static void fork_prepare(void) {
     shared_locks(bx_lock);
     bx_large_lock();
     bx_node_lock_all();
+    bx_mixed_lock_all();
 }
 
 static void fork_parent(void) {
+    bx_mixed_unlock_all();
     bx_node_unlock_all();
     bx_large_unlock();
     shared_locks(bx_unlock);
@@ -397,6 +399,7 @@ static void fork_parent(void) {
 }
 
 static void fork_child(void) {
+    bx_mixed_reset_locks();
     bx_node_reset_locks();
     bx_large_reset_lock();
     shared_locks(bx_lock_reset);

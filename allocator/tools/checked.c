@@ -89,7 +89,7 @@ static void check_headers(const void *p, const char *op) {
 static void check_next_free(const bx_lookup_t *r, const void *p, const char *op) {
     if (r->tag == BX_TAG_SMALL) {
         const bx_block_t *b = r->block;
-        if (b->heap == bx_tls_heap && b->free != BX_FREE_END && !bx_block_check_free_object(b, b->mem + b->free))
+        if (b->heap == bx_tls_heap && b->free < BX_FREE_END && !bx_block_check_free_object(b, b->mem + b->free))
             bx_fatalf("%s: corrupted free list in block %p (object %p)", op, (const void *)b, p);
     } else if (r->tag == BX_TAG_MEDIUM) {
         const bx_superblock_t *sb = r->sb;

@@ -24,6 +24,7 @@ static void add_heap(bx_heap_t *h, void *arg) {
         s->small_allocs += bx_bin_allocs(&h->small[i]);
         s->allocated_bytes += bx_bin_allocated(&h->small[i]) * h->small[i].size;
     }
+    s->small_allocs += h->counters.mixed;
     s->allocated_bytes += h->counters.medium_live_bytes;
     if (h->state == BX_HEAP_LIVE)
         s->heaps_live++;
@@ -46,7 +47,7 @@ void bx_stats_collect(struct bobox_stats *s) {
     bx_thread_for_each_heap(add_heap, s);
     s->large_objects = bx_large_live_objects();
     s->large_bytes = bx_large_live_bytes();
-    s->allocated_bytes += s->large_bytes;
+    s->allocated_bytes += s->large_bytes + bx_mixed_live_bytes();
     s->mapped_bytes = bx_os_mapped_bytes();
     s->peak_mapped_bytes = bx_os_peak_mapped_bytes();
     s->released_bytes = bx_os_released_bytes();
@@ -68,6 +69,8 @@ BX_API void bobox_print_stats(int fd) {
     bx_message_fd(fd, "bobox: large objects %zu (%zu KB), large cache %zu KB; heaps live %zu, shared %zu, abandoned %zu\n",
                   s.large_objects, s.large_bytes / 1024, s.large_cached_bytes / 1024, s.heaps_live,
                   bx_stats_shared_heaps(), s.heaps_abandoned);
+    bx_message_fd(fd, "bobox: mixed blocks %zu, their live objects %zu KB\n", bx_mixed_blocks(),
+                  bx_mixed_live_bytes() / 1024);
 }
 
 /* ---- the JSON report ------------------------------------------------------------------- */

@@ -190,6 +190,11 @@ TEST_CASE("the corrupted-link message names the object written after free", "[ap
 TEST_CASE("a write after free of an object another thread freed aborts the owner's malloc", "[api][invalid][corrupted]") {
     if (foreign_allowed() || checked_mode()) return;
     a_own_heap(); // the child's mallocs must find p's heap whatever CPU it runs on
+    // p in a block of its size: a mixed block (BOBOX_MIXED) reuses its memory in address
+    // order, not next, and finds the write only when it cuts an object over it.
+    bool mixed = true, off = false;
+    size_t len = sizeof mixed;
+    REQUIRE(bobox_ctl_ptr()("bobox.mixed", &mixed, &len, &off, sizeof off) == 0);
     const size_t size = 3504;
     void *p = a_malloc(size);
     void *neighbour = a_malloc(size); // keeps the block from going back to the cache when p is freed
@@ -205,6 +210,7 @@ TEST_CASE("a write after free of an object another thread freed aborts the owner
                          p);
     a_free(neighbour);
     a_free(p);
+    REQUIRE(bobox_ctl_ptr()("bobox.mixed", nullptr, nullptr, &mixed, sizeof mixed) == 0);
 }
 
 TEST_CASE("a write after free over a medium object's cache link aborts the malloc that would follow it",

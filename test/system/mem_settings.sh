@@ -29,6 +29,12 @@ err=$(env BOBOX_CHECK=on BOBOX_VERBOSE=1 LD_PRELOAD=$LIB true 2>&1)
 grep -q "BOBOX_CHECK=0" <<<"$err" || fail "checked mode not left off after a bad BOBOX_CHECK: $err"
 err=$(env BOBOX_CHECK=1 BOBOX_VERBOSE=1 LD_PRELOAD=$LIB true 2>&1)
 grep -q "BOBOX_CHECK=1" <<<"$err" || fail "BOBOX_CHECK=1 not in force: $err"
+err=$(env BOBOX_MIXED=sometimes BOBOX_VERBOSE=1 LD_PRELOAD=$LIB true 2>&1)
+[ "$(grep -c 'ignoring BOBOX_MIXED=sometimes (expected 0 or 1); using 1' <<<"$err")" = 1 ] ||
+    fail "bad BOBOX_MIXED not reported once: $err"
+grep -q "BOBOX_MIXED=1" <<<"$err" || fail "mixed blocks not left on after a bad BOBOX_MIXED: $err"
+err=$(env BOBOX_MIXED=0 BOBOX_VERBOSE=1 LD_PRELOAD=$LIB true 2>&1)
+grep -q "BOBOX_MIXED=0" <<<"$err" || fail "BOBOX_MIXED=0 not in force: $err"
 
 err=$(env BOBOX_CACHE_MB=128 BOBOX_DECAY_MS=250 BOBOX_VERBOSE=1 LD_PRELOAD=$LIB true 2>&1)
 grep -q "BOBOX_CACHE_MB=128 BOBOX_DECAY_MS=250" <<<"$err" || fail "settings not applied: $err"

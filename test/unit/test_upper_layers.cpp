@@ -17,6 +17,8 @@ const char *probe_tick(void);
 const char *probe_core(void);
 void probe_core_free_inside(void);
 int64_t probe_countdown_in_new_thread(void);
+const char *probe_mixed(void);
+void probe_mixed_write_after_free(void);
 }
 
 static std::string ok(const char *failure) { return failure ? failure : ""; }
@@ -71,4 +73,21 @@ TEST_CASE("core's free of an address inside an object aborts naming the operatio
 
 TEST_CASE("a new thread's countdown starts where the registered function says", "[thread]") {
     REQUIRE(probe_countdown_in_new_thread() == 1000000 - 16);
+}
+
+TEST_CASE("a mixed block keeps its survivors, cuts any size from its gaps, tells objects from their insides, and "
+          "goes back once empty",
+          "[heap][mixed]") {
+    REQUIRE(ok(probe_mixed()) == "");
+}
+
+TEST_CASE("a write after free over a mixed block's freed object aborts the malloc that cuts an object over it",
+          "[heap][mixed]") {
+    auto [sig, err] = in_child([] { probe_mixed_write_after_free(); });
+    INFO(err);
+    REQUIRE(sig == SIGABRT);
+    size_t at = err.find("object 0x");
+    REQUIRE(at != std::string::npos);
+    std::string obj = err.substr(at + 7, err.find('\n', at) - at - 7);
+    REQUIRE(err.find("malloc(): corrupted free list at " + obj) != std::string::npos);
 }

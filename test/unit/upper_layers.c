@@ -13,6 +13,7 @@
 #include "bobox.h"
 #include "core/core.h"
 #include "heap/retention.h"
+#include "os/options.h"
 #include "os/os.h"
 
 static char failure[256];
@@ -25,6 +26,15 @@ static char failure[256];
     } while (0)
 
 static void start(void) { bobox_free(bobox_malloc(1)); /* start-up and this thread's heap */ }
+
+/* h's own object p, as free hands it over: a tick may have mixed its block (mixed.h). */
+static void free_own(bx_heap_t *h, void *p) {
+    bx_block_t *blk = bx_block_of(p);
+    if (bx_block_is_mixed(blk))
+        bx_heap_free_mixed(h, blk, p);
+    else
+        bx_heap_free_small(h, blk, p);
+}
 
 static int by_address(const void *a, const void *b) {
     uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
@@ -154,6 +164,10 @@ static size_t keeps_held(const bx_heap_t *h) {
 const char *probe_keep_bound(void) {
     enum { MIN = 256, MAX = 4096, PER_SIZE = 1100 };
     start();
+    /* Keeps take plain objects (free's checks say which): with mixed blocks, the owner's
+     * later sizes would come from the gaps of its earlier ones, which free never keeps. */
+    bool mixed = bx_options.mixed;
+    bx_options.mixed = false;
     bx_heap_t *owner = bx_heap_create(0, BX_HEAP_LIVE), *from = bx_heap_create(0, BX_HEAP_LIVE);
     CHECK(owner && from, "no heaps");
     size_t capacity_sum = 0;
@@ -198,6 +212,7 @@ const char *probe_keep_bound(void) {
     CHECK(keep->capacity == bx_keep_capacity(keep->size), "a keep's capacity is %u after the reopening",
           (unsigned)keep->capacity);
     CHECK(bx_heap_check(from) && bx_heap_check(owner), "bx_heap_check failed after the reopening");
+    bx_options.mixed = mixed;
     return NULL;
 }
 
@@ -316,8 +331,8 @@ const char *probe_front(size_t size) {
     /* The release gives every block back. */
     char *more[BX_FRONT_SLOTS];
     for (uint32_t i = 0; i < cap; i++) CHECK((more[i] = bx_heap_alloc(h, size)) != NULL, "allocation %u failed", i);
-    for (uint32_t i = 0; i < cap; i++) bx_heap_free_small(h, bx_block_of(more[i]), more[i]);
-    for (uint32_t i = freed; i < again; i++) bx_heap_free_small(h, bx_block_of(objs[i]), objs[i]);
+    for (uint32_t i = 0; i < cap; i++) free_own(h, more[i]);
+    for (uint32_t i = freed; i < again; i++) free_own(h, objs[i]);
     bx_retention_release_heap(h, BX_RELEASE_TRIM);
     CHECK(bx_bin_front_count(b) == 0, "%u still cached after a TRIM release", bx_bin_front_count(b));
     CHECK(bx_heap_check(h), "bx_heap_check failed after the release");
@@ -383,4 +398,94 @@ int64_t probe_countdown_in_new_thread(void) {
     pthread_join(t, NULL);
     bx_thread_set_countdown_start(NULL);
     return seen;
+}
+
+/* 1 in 8 at random (splitmix64's finish): gaps of any length. */
+static bool kept_at_random(uint64_t i) {
+    i = (i ^ (i >> 30)) * 0xbf58476d1ce4e5b9u;
+    i = (i ^ (i >> 27)) * 0x94d049bb133111ebu;
+    return ((i ^ (i >> 31)) & 7) == 0;
+}
+
+/* A heap whose 64 B objects are 7/8 freed and whose bin then goes idle: its blocks mix
+ * (mixed.h). *blk_out: one of them. */
+static const char *mixed_heap(bx_heap_t **out, bx_block_t **blk_out) {
+    enum { N = 4096 };
+    static char *objs[N];
+    start();
+    bx_heap_t *h = bx_heap_create(0, BX_HEAP_LIVE);
+    CHECK(h, "no heap");
+    for (int i = 0; i < N; i++) CHECK((objs[i] = bx_heap_alloc(h, 64)) != NULL, "allocation %d failed", i);
+    for (int i = 0; i < N; i++)
+        if (!kept_at_random((uint64_t)i)) free_own(h, objs[i]);
+    CHECK(bx_heap_purge_idle_bin(h, bx_small_bin(64)), "the idle bin was not purged");
+    CHECK(h->mixed_blocks != NULL, "no block mixed");
+    CHECK(bx_heap_check(h), "bx_heap_check failed after the blocks mixed");
+    for (int i = 0; i < N; i++) {
+        if (!kept_at_random((uint64_t)i)) continue;
+        bx_lookup_t r;
+        bx_classify(objs[i], &r);
+        CHECK(r.tag == BX_TAG_SMALL && r.object == objs[i] && r.usable == 64, "survivor %d reads as tag %u, %zu B", i,
+              r.tag, r.usable);
+    }
+    *out = h;
+    *blk_out = h->mixed_blocks;
+    return NULL;
+}
+
+const char *probe_mixed(void) {
+    bx_heap_t *h;
+    bx_block_t *blk;
+    const char *err = mixed_heap(&h, &blk);
+    if (err) return err;
+    CHECK(bx_block_is_mixed(blk) && bx_mixed_live(blk) > 0, "the mixed block holds no survivor");
+    uint32_t live = bx_mixed_live(blk);
+    char *a = bx_mixed_alloc(blk, 1024);
+    CHECK(a && bx_block_of(a) == blk, "no 1 KB run in a block 7/8 free");
+    CHECK(bx_mixed_live(blk) == live + 1, "%u live after the cut, %u before", bx_mixed_live(blk), live);
+    bx_lookup_t r;
+    bx_classify(a, &r);
+    CHECK(r.tag == BX_TAG_SMALL && r.object == a && r.usable == 1024, "the cut object reads as tag %u, %zu B", r.tag,
+          r.usable);
+    bx_classify(a + 16, &r);
+    CHECK(r.tag == 0 && !r.freed, "an address inside it reads as an object");
+    memset(a, 0x33, 1024);
+    CHECK(bx_heap_check(h), "bx_heap_check failed with the cut object");
+    bx_heap_free_mixed(h, blk, a);
+    bx_classify(a, &r);
+    CHECK(r.tag == 0 && r.freed, "the freed object does not read as freed");
+    /* The smallest run that holds it is the one it left. */
+    char *b = bx_mixed_alloc(blk, 1024);
+    CHECK(b == a, "the next 1 KB cut at %p, not at %p", (void *)b, (void *)a);
+    bx_heap_free_mixed(h, blk, b);
+    /* An aligned allocation's mark inside an object: its address reads as live. */
+    char *c = bx_mixed_alloc(blk, 512);
+    CHECK(c, "no 512 B run");
+    bx_object_mark_aligned(c, c + 256, bx_block_key(blk));
+    bx_classify(c + 256, &r);
+    CHECK(r.tag == BX_TAG_SMALL && r.object == c && r.usable == 256, "the aligned address reads as tag %u, %zu B", r.tag,
+          r.usable);
+    bx_heap_free_mixed(h, blk, c);
+    CHECK(bx_mixed_check(blk) && bx_heap_check(h), "bx_heap_check failed after the frees");
+    /* Every survivor freed: the block goes back to the cache at its owner's free. */
+    size_t blocks = bx_mixed_blocks();
+    for (const char *p = blk->mem; bx_block_is_mixed(blk) && p < blk->mem + BX_BLOCK_SIZE; p += 64) {
+        bx_classify(p, &r);
+        if (r.tag) bx_heap_free_mixed(h, blk, r.object);
+    }
+    CHECK(!bx_block_is_mixed(blk) && bx_mixed_blocks() == blocks - 1, "the emptied block stayed mixed");
+    return NULL;
+}
+
+void probe_mixed_write_after_free(void) {
+    bx_heap_t *h;
+    bx_block_t *blk;
+    if (mixed_heap(&h, &blk)) _exit(2);
+    char *a = bx_mixed_alloc(blk, 1024);
+    if (!a) _exit(3);
+    bx_heap_free_mixed(h, blk, a);
+    a[3] ^= 0x5a; /* a stale pointer's store */
+    fprintf(stderr, "object %p\n", (void *)a);
+    bx_mixed_alloc(blk, 1024);
+    _exit(0);
 }

@@ -1,0 +1,332 @@
+/* mixed.c - mixed blocks (mixed.h). */
+#include "mem/mixed.h"
+
+#include <string.h>
+
+#include "base/lock.h"
+#include "os/os.h"
+
+#define GRANULE_SHIFT 4
+#define PAGE_GRANULES (BX_PURGE_PAGE / BX_ALIGNMENT)
+BX_STATIC_ASSERT(BX_ALIGNMENT == 1u << GRANULE_SHIFT && BX_MIXED_GRANULES % 64 == 0, "granules fill the words");
+
+/* A few locks for all mixed blocks, by address: frees from any thread are rare enough here
+ * that a lock per block would buy nothing, and fork takes them all. */
+#define STRIPES 16
+static bx_lock_t stripe_lock[STRIPES] = {[0 ... STRIPES - 1] = BX_LOCK_INIT};
+static bx_lock_t *lock_of(const bx_block_t *b) {
+    return &stripe_lock[((uintptr_t)b->mem >> BX_BLOCK_SHIFT) % STRIPES];
+}
+
+/* Records come from 64 KB mappings, never unmapped (one per 60 mixed blocks). */
+#define POOL_CHUNK BX_BLOCK_SIZE
+static bx_lock_t pool_lock = BX_LOCK_INIT;
+static bx_mixed_t *pool_free;
+
+static bx_mixed_t *record_take(void) {
+    bx_lock(&pool_lock);
+    if (!pool_free) {
+        bx_mixed_t *chunk = bx_os_map(POOL_CHUNK);
+        if (chunk)
+            for (size_t i = 0; i < POOL_CHUNK / sizeof(bx_mixed_t); i++) {
+                chunk[i].next = pool_free;
+                pool_free = &chunk[i];
+            }
+    }
+    bx_mixed_t *m = pool_free;
+    if (m) pool_free = m->next;
+    bx_unlock(&pool_lock);
+    return m;
+}
+
+static void record_give(bx_mixed_t *m) {
+    bx_lock(&pool_lock);
+    m->next = pool_free;
+    pool_free = m;
+    bx_unlock(&pool_lock);
+}
+
+/* The process's mixed blocks and the bytes of their live objects (statistics). */
+static size_t blocks_total, live_granules_total;
+size_t bx_mixed_blocks(void) { return __atomic_load_n(&blocks_total, __ATOMIC_RELAXED); }
+size_t bx_mixed_live_bytes(void) { return __atomic_load_n(&live_granules_total, __ATOMIC_RELAXED) << GRANULE_SHIFT; }
+
+/* Relaxed: a thread that finds the block mixed reads the record under its lock. */
+static bx_mixed_t *state_of(const bx_block_t *b) { return __atomic_load_n(&b->mixed_state, __ATOMIC_RELAXED); }
+
+static bool bit(const uint64_t *map, uint32_t g) { return map[g / 64] >> (g % 64) & 1; }
+static void set_range(uint64_t *map, uint32_t from, uint32_t n, bool on) {
+    for (uint32_t g = from; g < from + n;) {
+        uint32_t shift = g % 64, take = 64 - shift < from + n - g ? 64 - shift : from + n - g;
+        uint64_t mask = (take == 64 ? ~(uint64_t)0 : (((uint64_t)1 << take) - 1)) << shift;
+        if (on)
+            map[g / 64] |= mask;
+        else
+            map[g / 64] &= ~mask;
+        g += take;
+    }
+}
+/* The first granule at or after `from` whose bit is `want`; BX_MIXED_GRANULES if none. */
+static uint32_t next_bit(const uint64_t *map, uint32_t from, bool want) {
+    if (from >= BX_MIXED_GRANULES) return BX_MIXED_GRANULES;
+    uint32_t i = from / 64;
+    uint64_t w = (want ? map[i] : ~map[i]) & (~(uint64_t)0 << (from % 64));
+    while (!w) {
+        if (++i == BX_MIXED_WORDS) return BX_MIXED_GRANULES;
+        w = want ? map[i] : ~map[i];
+    }
+    return i * 64 + (uint32_t)__builtin_ctzll(w);
+}
+
+static bool starts(const bx_mixed_t *m, uint32_t g) {
+    return bit(m->used, g) && (g == 0 || !bit(m->used, g - 1) || bit(m->last, g - 1));
+}
+/* The first granule of the object holding used granule g. */
+static uint32_t start_of(const bx_mixed_t *m, uint32_t g) {
+    while (g > 0 && bit(m->used, g - 1) && !bit(m->last, g - 1)) g--;
+    return g;
+}
+
+static void mark_object(bx_mixed_t *m, uint32_t g, uint32_t n) {
+    set_range(m->used, g, n, true);
+    m->last[(g + n - 1) / 64] |= (uint64_t)1 << ((g + n - 1) % 64);
+    m->live++;
+    m->free_granules -= n;
+}
+
+static uint32_t granule_of(const bx_block_t *b, const void *p) {
+    return (uint32_t)((uintptr_t)((const char *)p - b->mem) >> GRANULE_SHIFT);
+}
+
+uint32_t bx_mixed_live(const bx_block_t *b) {
+    bx_lock_t *lock = lock_of(b);
+    bx_lock(lock); /* a free that emptied it is done with the record before the owner reuses it */
+    uint32_t live = state_of(b)->live;
+    bx_unlock(lock);
+    return live;
+}
+
+bool bx_mixed_convert(bx_block_t *b) {
+    bx_mixed_t *m = record_take();
+    if (!m) return false;
+    bx_lock_t *lock = lock_of(b);
+    bx_lock(lock); /* what a thread that finds the block mixed reads next, under the lock */
+    memset(m->used, 0, sizeof m->used);
+    memset(m->last, 0, sizeof m->last);
+    memset(m->marked, 0, sizeof m->marked);
+    m->live = 0;
+    m->free_granules = BX_MIXED_GRANULES;
+    /* The free list, checked link by link as malloc would follow it. */
+    uint32_t size = b->size, carved = b->carved / size, listed = 0;
+    uint64_t listed_map[BX_MIXED_WORDS] = {0};
+    for (uintptr_t off = b->free; off != BX_FREE_END;) {
+        if (++listed > b->capacity || (off & BX_FREE_LINK_BAD) || !bx_block_check_free_object(b, b->mem + off))
+            bx_block_corrupt(b);
+        uint32_t i = (uint32_t)(((uint64_t)off * b->div_magic) >> 32);
+        listed_map[i / 64] |= (uint64_t)1 << (i % 64);
+        off = *(const uintptr_t *)(b->mem + off) ^ bx_link_secret;
+    }
+    /* Every other carved slot holds an object: live, or freed and on its way to the owner,
+     * or kept by another thread for its mallocs. Slots on pages given back are free. */
+    uintptr_t key = bx_block_key(b);
+    for (uint32_t i = 0; i < carved; i++) {
+        uint32_t g = i * size >> GRANULE_SHIFT;
+        if (bit(listed_map, i)) { /* its link no longer matters: the mark a free leaves */
+            bx_object_mark_free(b->mem + i * size, key);
+            m->marked[g / 64] |= (uint64_t)1 << (g % 64);
+        } else if (!(b->purged >> (i * size / BX_PURGE_PAGE) & 1)) {
+            mark_object(m, g, size >> GRANULE_SHIFT);
+        }
+    }
+    m->purged = b->purged;
+    bx_unlock(lock);
+    __atomic_fetch_add(&live_granules_total, BX_MIXED_GRANULES - m->free_granules, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&blocks_total, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->mixed_state, m, __ATOMIC_RELAXED);
+    b->free = BX_FREE_MIXED;
+    /* Mixed first: a thread whose test of a slot fails on the zero limits then finds it so
+     * (bx_block_became_mixed). Every such test fails from now on, and frees go to the
+     * classifier, which asks here. */
+    __atomic_store_n(&b->mixed, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&b->slot_limit, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&b->shared_slot_limit, 0, __ATOMIC_RELEASE);
+    return true;
+}
+
+void *bx_mixed_alloc(bx_block_t *b, uint32_t size) {
+    bx_mixed_t *m = state_of(b);
+    uint32_t n = size >> GRANULE_SHIFT, g = 0;
+    bx_lock_t *lock = lock_of(b);
+    bx_lock(lock);
+    if (m->free_granules < n) {
+        bx_unlock(lock);
+        return NULL;
+    }
+    /* The smallest run that holds it: larger runs stay for larger objects. */
+    uint32_t best = BX_MIXED_GRANULES, best_len = UINT32_MAX;
+    while ((g = next_bit(m->used, g, false)) < BX_MIXED_GRANULES) {
+        uint32_t end = next_bit(m->used, g, true);
+        if (end - g >= n && end - g < best_len) {
+            best = g;
+            best_len = end - g;
+            if (best_len == n) break;
+        }
+        g = end;
+    }
+    if (best == BX_MIXED_GRANULES) {
+        bx_unlock(lock);
+        return NULL;
+    }
+    g = best;
+    /* Every free mark under it unchanged since its free: a write after free aborts here. */
+    uintptr_t key = bx_block_key(b);
+    for (uint32_t at = g; (at = next_bit(m->marked, at, true)) < g + n; at++) {
+        const uintptr_t *w = (const uintptr_t *)(b->mem + ((size_t)at << GRANULE_SHIFT));
+        if (BX_UNLIKELY(w[0] != bx_link_secret || w[1] != key)) {
+            bx_unlock(lock);
+            bx_free_object_corrupt("malloc()", w);
+        }
+        m->marked[at / 64] &= ~((uint64_t)1 << (at % 64));
+    }
+    mark_object(m, g, n);
+    __atomic_fetch_add(&live_granules_total, n, __ATOMIC_RELAXED);
+    m->purged &= (uint16_t)~(((1u << ((g + n - 1) / PAGE_GRANULES + 1)) - 1) & ~((1u << (g / PAGE_GRANULES)) - 1));
+    bx_unlock(lock);
+    char *p = b->mem + ((size_t)g << GRANULE_SHIFT);
+    ((uintptr_t *)p)[1] = 0; /* no free or aligned mark left by the block's past */
+    return p;
+}
+
+uint32_t bx_mixed_free(bx_block_t *b, void *obj, const char *op) {
+    bx_mixed_t *m = state_of(b);
+    uint32_t g = granule_of(b, obj);
+    bx_lock_t *lock = lock_of(b);
+    bx_lock(lock);
+    if (BX_UNLIKELY(!starts(m, g))) {
+        bool freed = !bit(m->used, g);
+        bx_unlock(lock);
+        bx_fatalf("%s: %s %p", op, freed ? "double free" : "invalid pointer", obj);
+    }
+    uint32_t last = next_bit(m->last, g, true), n = last - g + 1;
+    set_range(m->used, g, n, false);
+    m->last[last / 64] &= ~((uint64_t)1 << (last % 64));
+    m->free_granules += n;
+    __atomic_fetch_sub(&live_granules_total, n, __ATOMIC_RELAXED);
+    bx_object_mark_free(obj, bx_block_key(b));
+    m->marked[g / 64] |= (uint64_t)1 << (g % 64);
+    uint32_t left = --m->live;
+    bx_unlock(lock);
+    return left;
+}
+
+bool bx_mixed_lookup(const bx_block_t *b, const void *p, void **object, size_t *usable, bool *freed) {
+    const bx_mixed_t *m = state_of(b);
+    *freed = false;
+    if ((uintptr_t)p & (BX_ALIGNMENT - 1)) return false;
+    uint32_t g = granule_of(b, p);
+    bx_lock_t *lock = lock_of(b);
+    bx_lock(lock);
+    bool live = bit(m->used, g);
+    uint32_t start = live ? start_of(m, g) : g;
+    uint32_t last = live ? next_bit(m->last, g, true) : g;
+    bx_unlock(lock);
+    if (!live) {
+        *freed = true;
+        return false;
+    }
+    char *obj = b->mem + ((size_t)start << GRANULE_SHIFT);
+    /* Inside an object: only the address an aligned allocation handed out (its mark, block.h). */
+    if (start != g && !(bx_object_is_aligned(obj, bx_block_key(b)) && ((const uintptr_t *)obj)[0] == (uintptr_t)p))
+        return false;
+    *object = obj;
+    *usable = (size_t)(b->mem + ((size_t)(last + 1) << GRANULE_SHIFT) - (const char *)p);
+    return true;
+}
+
+bool bx_mixed_locate(const bx_block_t *b, const void *q, char **start, char **end) {
+    const bx_mixed_t *m = state_of(b);
+    uint32_t g = granule_of(b, q);
+    bx_lock_t *lock = lock_of(b);
+    bx_lock(lock);
+    bool live = bit(m->used, g);
+    uint32_t first = live ? start_of(m, g) : 0, last = live ? next_bit(m->last, g, true) : 0;
+    bx_unlock(lock);
+    if (!live) return false;
+    *start = b->mem + ((size_t)first << GRANULE_SHIFT);
+    *end = b->mem + ((size_t)(last + 1) << GRANULE_SHIFT);
+    return true;
+}
+
+size_t bx_mixed_purge(bx_block_t *b) {
+    bx_mixed_t *m = state_of(b);
+    if (bx_os_page_size() != BX_PURGE_PAGE) return 0;
+    bx_lock_t *lock = lock_of(b);
+    bx_lock(lock);
+    uint16_t gone = 0;
+    for (uint32_t page = 0; page < BX_PURGE_PAGES; page++) {
+        if (m->purged >> page & 1) continue;
+        uint32_t g = page * PAGE_GRANULES;
+        if (next_bit(m->used, g, true) >= g + PAGE_GRANULES) gone = (uint16_t)(gone | 1u << page);
+    }
+    m->purged |= gone;
+    for (uint32_t page = 0; page < BX_PURGE_PAGES; page++) /* their marks read as zeros now */
+        if (gone >> page & 1) set_range(m->marked, page * PAGE_GRANULES, PAGE_GRANULES, false);
+    bx_unlock(lock);
+    /* Only the owner allocates: no object can land on these pages meanwhile. */
+    size_t bytes = 0;
+    for (uint32_t page = 0; page < BX_PURGE_PAGES;) {
+        uint32_t run = 0;
+        while (page + run < BX_PURGE_PAGES && gone >> (page + run) & 1) run++;
+        if (run) {
+            bx_os_purge(b->mem + (size_t)page * BX_PURGE_PAGE, (size_t)run * BX_PURGE_PAGE);
+            bytes += (size_t)run * BX_PURGE_PAGE;
+        }
+        page += run ? run : 1;
+    }
+    return bytes;
+}
+
+void bx_mixed_release(bx_block_t *b) {
+    bx_mixed_t *m = state_of(b);
+    __atomic_store_n(&b->mixed, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&b->mixed_state, NULL, __ATOMIC_RELAXED);
+    b->free = BX_FREE_END;
+    b->carved = 0;
+    b->used = 0;
+    b->purged = b->purged_slots = b->purge_seen = 0;
+    __atomic_fetch_sub(&blocks_total, 1, __ATOMIC_RELAXED);
+    record_give(m);
+}
+
+bool bx_mixed_check(const bx_block_t *b) {
+    const bx_mixed_t *m = state_of(b);
+    if (!m || b->free != BX_FREE_MIXED || bx_block_slot_limit(b) || bx_block_shared_slot_limit(b)) return false;
+    bx_lock_t *lock = lock_of(b);
+    bx_lock(lock);
+    uint32_t used = 0, objects = 0;
+    bool ok = true;
+    for (uint32_t i = 0; i < BX_MIXED_WORDS; i++) {
+        used += (uint32_t)__builtin_popcountll(m->used[i]);
+        objects += (uint32_t)__builtin_popcountll(m->last[i]);
+        ok &= (m->last[i] & ~m->used[i]) == 0 && (m->marked[i] & m->used[i]) == 0; /* lasts used, marks free */
+    }
+    /* A used run ends with a last granule. */
+    for (uint32_t g = 0; ok && g < BX_MIXED_GRANULES; g++)
+        if (bit(m->used, g) && (g + 1 == BX_MIXED_GRANULES || !bit(m->used, g + 1))) ok = bit(m->last, g);
+    ok &= objects == m->live && BX_MIXED_GRANULES - used == m->free_granules;
+    bx_unlock(lock);
+    return ok;
+}
+
+void bx_mixed_lock_all(void) {
+    bx_lock(&pool_lock);
+    for (unsigned i = 0; i < STRIPES; i++) bx_lock(&stripe_lock[i]);
+}
+void bx_mixed_unlock_all(void) {
+    for (unsigned i = STRIPES; i-- > 0;) bx_unlock(&stripe_lock[i]);
+    bx_unlock(&pool_lock);
+}
+void bx_mixed_reset_locks(void) {
+    for (unsigned i = 0; i < STRIPES; i++) bx_lock_reset(&stripe_lock[i]);
+    bx_lock_reset(&pool_lock);
+}
