@@ -46,6 +46,8 @@ typedef struct bx_heap {
     size_t allocs_at_reclaim[BX_SMALL_BINS]; /* each bin's allocs at the last empty-top scan */
     uint8_t idle_scans[BX_SMALL_BINS];       /* such scans in a row that found the bin idle */
     size_t frees_at_purge[BX_SMALL_BINS];    /* each bin's frees when its pages were last given back */
+    size_t frees_at_scan[BX_SMALL_BINS];     /* and at the last empty-top scan */
+    uint64_t still_since_ns[BX_SMALL_BINS];  /* since when scans found neither allocs nor frees */
     bx_blockcache_t medium[BX_MEDIUM_BINS];  /* one block allocator per medium bin */
     bx_heap_counters_t counters;
     /* Mixed blocks (mixed.h), linked by their prev and next; malloc tries them from the
@@ -84,6 +86,10 @@ extern bx_bin_t bx_heap_bin_none;
  * (bx_bin_purge_pages), when frees came in since it last did: its chains and kept objects
  * go first. True if it did; false leaves the bin as it was. */
 bool bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin);
+
+/* A bin that allocated and freed nothing since its last purge (above): its blocks that stayed
+ * at least 3/4 free since then become mixed (mixed.h), unless BOBOX_MIXED=0. */
+void bx_heap_mix_idle_bin(bx_heap_t *h, unsigned bin);
 
 /* A tick is wanted before its time: the process just became big enough for the reclaimer,
  * which starts at a tick (no lock is held there). */

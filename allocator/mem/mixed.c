@@ -66,18 +66,22 @@ static void set_range(uint64_t *map, uint32_t from, uint32_t n, bool on) {
         g += take;
     }
 }
-/* The first granule at or after `from` whose bit is `want`; BX_MIXED_GRANULES if none. */
-static uint32_t next_bit(const uint64_t *map, uint32_t from, bool want) {
-    if (from >= BX_MIXED_GRANULES) return BX_MIXED_GRANULES;
-    uint32_t i = from / 64;
+/* The first granule at or after `from` and below `limit` whose bit is `want`; at least
+ * `limit` if none (BX_MIXED_GRANULES at most). */
+static inline __attribute__((always_inline)) uint32_t next_bit_below(const uint64_t *map, uint32_t from, bool want,
+                                                                      uint32_t limit) {
+    if (from >= limit) return limit;
+    uint32_t i = from / 64, last = (limit - 1) / 64;
     uint64_t w = (want ? map[i] : ~map[i]) & (~(uint64_t)0 << (from % 64));
     while (!w) {
-        if (++i == BX_MIXED_WORDS) return BX_MIXED_GRANULES;
+        if (++i > last) return limit;
         w = want ? map[i] : ~map[i];
     }
     return i * 64 + (uint32_t)__builtin_ctzll(w);
 }
-
+static inline __attribute__((always_inline)) uint32_t next_bit(const uint64_t *map, uint32_t from, bool want) {
+    return next_bit_below(map, from, want, BX_MIXED_GRANULES);
+}
 static bool starts(const bx_mixed_t *m, uint32_t g) {
     return bit(m->used, g) && (g == 0 || !bit(m->used, g - 1) || bit(m->last, g - 1));
 }
@@ -128,11 +132,9 @@ bool bx_mixed_convert(bx_block_t *b) {
     }
     /* Every other carved slot holds an object: live, or freed and on its way to the owner,
      * or kept by another thread for its mallocs. Slots on pages given back are free. */
-    uintptr_t key = bx_block_key(b);
     for (uint32_t i = 0; i < carved; i++) {
         uint32_t g = i * size >> GRANULE_SHIFT;
-        if (bit(listed_map, i)) { /* its link no longer matters: the mark a free leaves */
-            bx_object_mark_free(b->mem + i * size, key);
+        if (bit(listed_map, i)) { /* its link and key, checked when an object is cut over it */
             m->marked[g / 64] |= (uint64_t)1 << (g % 64);
         } else if (!(b->purged >> (i * size / BX_PURGE_PAGE) & 1)) {
             mark_object(m, g, size >> GRANULE_SHIFT);
@@ -162,14 +164,17 @@ void *bx_mixed_alloc(bx_block_t *b, uint32_t size) {
         bx_unlock(lock);
         return NULL;
     }
-    /* The smallest run that holds it: larger runs stay for larger objects. */
-    uint32_t best = BX_MIXED_GRANULES, best_len = UINT32_MAX;
+    /* The smallest run that holds it, larger runs staying for larger objects; the first that
+     * wastes at most an eighth ends the look. On the shape change (memshapes, scale 0.3): the
+     * first run from where the last cut ended held 5% more at the peak; the smallest of all
+     * runs took 171 M instructions in all, against 144 M (77 M without mixed blocks). */
+    uint32_t best = BX_MIXED_GRANULES, best_len = UINT32_MAX, enough = n + n / 8;
     while ((g = next_bit(m->used, g, false)) < BX_MIXED_GRANULES) {
         uint32_t end = next_bit(m->used, g, true);
         if (end - g >= n && end - g < best_len) {
             best = g;
             best_len = end - g;
-            if (best_len == n) break;
+            if (best_len <= enough) break;
         }
         g = end;
     }
@@ -178,11 +183,12 @@ void *bx_mixed_alloc(bx_block_t *b, uint32_t size) {
         return NULL;
     }
     g = best;
-    /* Every free mark under it unchanged since its free: a write after free aborts here. */
+    /* Every free mark under it as a free left it: a write after free aborts here, as it does
+     * where a block's list is followed (a link that decodes to no offset, or a changed key). */
     uintptr_t key = bx_block_key(b);
-    for (uint32_t at = g; (at = next_bit(m->marked, at, true)) < g + n; at++) {
+    for (uint32_t at = g; (at = next_bit_below(m->marked, at, true, g + n)) < g + n; at++) {
         const uintptr_t *w = (const uintptr_t *)(b->mem + ((size_t)at << GRANULE_SHIFT));
-        if (BX_UNLIKELY(w[0] != bx_link_secret || w[1] != key)) {
+        if (BX_UNLIKELY(((w[0] ^ bx_link_secret) & BX_FREE_LINK_BAD) || w[1] != key)) {
             bx_unlock(lock);
             bx_free_object_corrupt("malloc()", w);
         }

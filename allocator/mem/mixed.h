@@ -10,7 +10,8 @@
  * live object, and which is each object's last. An object starts at a used granule whose
  * predecessor is free or another object's last, so any granule can start one, and no write
  * after free can change what the block hands out. A freed object still gets the free mark
- * that malloc checks before it hands the memory out again, as on a block's list. The
+ * (a slot on the list at the conversion keeps its link), which malloc checks before it cuts
+ * an object over it, as where a block's list is followed. The
  * block's slot limits read zero, so that every fast path of free and malloc_usable_size
  * turns it down and the classifier asks this file. The owner converts, allocates and gives
  * the block back; any thread frees, under one of a few striped locks (every operation here
@@ -21,6 +22,9 @@
 #include "mem/block.h"
 
 #define BX_MIXED_GRANULES (BX_BLOCK_SIZE / BX_ALIGNMENT)
+/* The smallest request a mixed block serves: a block cut for a smaller size holds over 128
+ * objects, each of which would cost a look at the bitmaps instead of a pop. */
+#define BX_MIXED_MIN_SIZE 512u
 #define BX_MIXED_WORDS (BX_MIXED_GRANULES / 64)
 
 typedef struct bx_mixed {
@@ -48,8 +52,9 @@ static inline bool bx_block_became_mixed(const bx_block_t *b) {
  * is. False, with b as it was, when no record for its bitmaps can be had. Aborts like malloc
  * when the free list was written after free. */
 bool bx_mixed_convert(bx_block_t *b);
-/* For the owner: an object of `size` bytes (a multiple of 16) in the first run of free
- * granules that holds it; NULL if none does. */
+/* For the owner: an object of `size` bytes (a multiple of 16, at least BX_MIXED_MIN_SIZE) in
+ * a run of free granules that holds it (the smallest, or the first that wastes at most an
+ * eighth); NULL if none does. */
 void *bx_mixed_alloc(bx_block_t *b, uint32_t size);
 /* Any thread: frees the object starting at obj (as bx_mixed_lookup found it); the objects
  * left in the block. Aborts naming `op` on a double or invalid free (another thread may have

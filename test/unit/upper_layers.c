@@ -419,6 +419,9 @@ static const char *mixed_heap(bx_heap_t **out, bx_block_t **blk_out) {
     for (int i = 0; i < N; i++)
         if (!kept_at_random((uint64_t)i)) free_own(h, objs[i]);
     CHECK(bx_heap_purge_idle_bin(h, bx_small_bin(64)), "the idle bin was not purged");
+    CHECK(h->mixed_blocks == NULL, "blocks mixed at the first pass, while their objects could still be leaving");
+    CHECK(!bx_heap_purge_idle_bin(h, bx_small_bin(64)), "purged again with no frees since");
+    bx_heap_mix_idle_bin(h, bx_small_bin(64));
     CHECK(h->mixed_blocks != NULL, "no block mixed");
     CHECK(bx_heap_check(h), "bx_heap_check failed after the blocks mixed");
     for (int i = 0; i < N; i++) {
