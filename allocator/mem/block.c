@@ -87,13 +87,7 @@ static uint32_t slot_index(const bx_block_t *b, uint32_t off) { return (uint32_t
 static uint32_t first_slot_from(const bx_block_t *b, uint32_t at) { return (at + b->size - 1) / b->size; }
 static bool page_purged(uint16_t mask, uint32_t at) { return mask >> (at / BX_PURGE_PAGE) & 1; }
 
-size_t bx_block_purge_pages(bx_block_t *b) {
-    uint32_t free = bx_block_free_count(b);
-    if (free == b->purge_seen) return 0;
-    b->purge_seen = (uint16_t)free; /* also what tells a block that stayed as it was (heap.c) */
-    if (bx_os_page_size() != BX_PURGE_PAGE) return 0;
-    uint32_t size = b->size, carved = b->carved / size;
-    uint64_t listed_map[BX_BLOCK_SIZE / BX_ALIGNMENT / 64] = {0};
+void bx_block_map_list(const bx_block_t *b, uint64_t *map) {
     uint32_t listed = 0;
     if (b->free != BX_FREE_END && !listed_ok(b, b->free)) bx_block_corrupt(b);
     for (uintptr_t off = b->free; off != BX_FREE_END;) {
@@ -103,8 +97,32 @@ size_t bx_block_purge_pages(bx_block_t *b) {
             bx_free_object_corrupt("malloc()", b->mem + off);
         uint32_t i = slot_index(b, (uint32_t)off);
         off = next;
-        listed_map[i / 64] |= (uint64_t)1 << (i % 64);
+        map[i / 64] |= (uint64_t)1 << (i % 64);
     }
+}
+
+size_t bx_block_give_pages(const bx_block_t *b, uint16_t pages) {
+    size_t bytes = 0;
+    for (uint32_t page = 0; page < BX_PURGE_PAGES;) {
+        uint32_t run = 0;
+        while (page + run < BX_PURGE_PAGES && pages >> (page + run) & 1) run++;
+        if (run) {
+            bx_os_purge(b->mem + (size_t)page * BX_PURGE_PAGE, (size_t)run * BX_PURGE_PAGE);
+            bytes += (size_t)run * BX_PURGE_PAGE;
+        }
+        page += run ? run : 1;
+    }
+    return bytes;
+}
+
+size_t bx_block_purge_pages(bx_block_t *b) {
+    uint32_t free = bx_block_free_count(b);
+    if (free == b->purge_seen) return 0;
+    b->purge_seen = (uint16_t)free; /* also what tells a block that stayed as it was (heap.c) */
+    if (bx_os_page_size() != BX_PURGE_PAGE) return 0;
+    uint32_t size = b->size, carved = b->carved / size;
+    uint64_t listed_map[BX_BLOCK_MAP_WORDS] = {0};
+    bx_block_map_list(b, listed_map);
     /* A page goes when every carved slot overlapping it is free: listed, or off the list on a
      * page that went before. It is recorded when a carved slot starts on it (that slot is
      * then listed again by bx_block_unpurge); a page in the middle of a slot holds no link. */
@@ -154,18 +172,7 @@ size_t bx_block_purge_pages(bx_block_t *b) {
     b->free = (uint16_t)head;
     b->purged = mask;
     b->purged_slots = (uint16_t)(b->purged_slots + off_list);
-    /* One call per run of pages. */
-    size_t bytes = 0;
-    for (uint32_t page = 0; page < BX_PURGE_PAGES;) {
-        uint32_t run = 0;
-        while (page + run < BX_PURGE_PAGES && gone >> (page + run) & 1) run++;
-        if (run) {
-            bx_os_purge(b->mem + (size_t)page * BX_PURGE_PAGE, (size_t)run * BX_PURGE_PAGE);
-            bytes += (size_t)run * BX_PURGE_PAGE;
-        }
-        page += run ? run : 1;
-    }
-    return bytes;
+    return bx_block_give_pages(b, gone);
 }
 
 void bx_block_unpurge(bx_block_t *b) {

@@ -157,6 +157,14 @@ BX_STATIC_ASSERT(BX_PURGE_PAGES <= 16, "a block's purged pages fit `purged`");
  * returns the bytes given back. Walks the list only when the free count changed since the
  * last call. Aborts like malloc on a list a write after free changed. */
 size_t bx_block_purge_pages(bx_block_t *b);
+/* Gives the pages set in `pages` (bit i: the block's i-th BX_PURGE_PAGE) back to the OS, one
+ * call per run; the bytes. */
+size_t bx_block_give_pages(const bx_block_t *b, uint16_t pages);
+/* For the owner: sets in map (zeroed, a bit per slot index) the slots on b's free list,
+ * following it as malloc would (aborts naming the object whose link a write after free
+ * changed). */
+#define BX_BLOCK_MAP_WORDS (BX_BLOCK_SIZE / BX_ALIGNMENT / 64)
+void bx_block_map_list(const bx_block_t *b, uint64_t *map);
 /* Before a chain counts all of b's free objects: puts the purged pages' slots back on the
  * list (touching those pages again). One of them marked free was freed a second time after
  * its page went: aborts with a double free. */

@@ -120,16 +120,9 @@ bool bx_mixed_convert(bx_block_t *b) {
     memset(m->marked, 0, sizeof m->marked);
     m->live = 0;
     m->free_granules = BX_MIXED_GRANULES;
-    /* The free list, checked link by link as malloc would follow it. */
-    uint32_t size = b->size, carved = b->carved / size, listed = 0;
-    uint64_t listed_map[BX_MIXED_WORDS] = {0};
-    for (uintptr_t off = b->free; off != BX_FREE_END;) {
-        if (++listed > b->capacity || (off & BX_FREE_LINK_BAD) || !bx_block_check_free_object(b, b->mem + off))
-            bx_block_corrupt(b);
-        uint32_t i = (uint32_t)(((uint64_t)off * b->div_magic) >> 32);
-        listed_map[i / 64] |= (uint64_t)1 << (i % 64);
-        off = *(const uintptr_t *)(b->mem + off) ^ bx_link_secret;
-    }
+    uint32_t size = b->size, carved = b->carved / size;
+    uint64_t listed_map[BX_BLOCK_MAP_WORDS] = {0};
+    bx_block_map_list(b, listed_map);
     /* Every other carved slot holds an object: live, or freed and on its way to the owner,
      * or kept by another thread for its mallocs. Slots on pages given back are free. */
     for (uint32_t i = 0; i < carved; i++) {
@@ -141,8 +134,8 @@ bool bx_mixed_convert(bx_block_t *b) {
         }
     }
     m->purged = b->purged;
-    bx_unlock(lock);
     __atomic_fetch_add(&live_granules_total, BX_MIXED_GRANULES - m->free_granules, __ATOMIC_RELAXED);
+    bx_unlock(lock);
     __atomic_fetch_add(&blocks_total, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&b->mixed_state, m, __ATOMIC_RELAXED);
     b->free = BX_FREE_MIXED;
@@ -279,17 +272,7 @@ size_t bx_mixed_purge(bx_block_t *b) {
         if (gone >> page & 1) set_range(m->marked, page * PAGE_GRANULES, PAGE_GRANULES, false);
     bx_unlock(lock);
     /* Only the owner allocates: no object can land on these pages meanwhile. */
-    size_t bytes = 0;
-    for (uint32_t page = 0; page < BX_PURGE_PAGES;) {
-        uint32_t run = 0;
-        while (page + run < BX_PURGE_PAGES && gone >> (page + run) & 1) run++;
-        if (run) {
-            bx_os_purge(b->mem + (size_t)page * BX_PURGE_PAGE, (size_t)run * BX_PURGE_PAGE);
-            bytes += (size_t)run * BX_PURGE_PAGE;
-        }
-        page += run ? run : 1;
-    }
-    return bytes;
+    return bx_block_give_pages(b, gone);
 }
 
 void bx_mixed_release(bx_block_t *b) {
