@@ -16,8 +16,19 @@ void bx_lookup_live(const void *p, const char *op, bx_lookup_t *r) {
     if (BX_UNLIKELY(!r->tag)) bx_fatalf("%s: %s %p", op, r->freed ? "double free" : "invalid pointer", p);
 }
 
+/* p in a mixed block (mem/mixed.h): freed with one look at its bitmaps, which checks it. */
+static bool free_mixed(void *p) {
+    uintptr_t entry = bx_pagemap_get(p);
+    if (bx_tag_of(entry) != BX_TAG_SMALL) return false;
+    bx_block_t *blk = bx_block_of(p);
+    if (bx_block_unowned(blk) || !bx_block_became_mixed(blk)) return false;
+    bx_heap_free_mixed(bx_tls_heap, blk, p);
+    return true;
+}
+
 static BX_NOINLINE void free_slow(void *p) {
     if (!p) return;
+    if (BX_LIKELY(!bx_options.check) && free_mixed(p)) return;
     bx_lookup_t r;
     bx_lookup_live(p, "free()", &r);
     if (BX_UNLIKELY(bx_options.check)) {

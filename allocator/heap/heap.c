@@ -181,10 +181,10 @@ static void mixed_give_back(bx_heap_t *h, bx_block_t *blk) {
     bx_blockcache_free(&h->small_blocks, bx_superblock_of(blk->mem), blk->mem);
 }
 
-void bx_heap_free_mixed(bx_heap_t *self, bx_block_t *blk, void *obj) {
-    /* Read while obj is live: once it is freed, the block's owner may give the block away. */
+void bx_heap_free_mixed(bx_heap_t *self, bx_block_t *blk, void *p) {
+    /* Read while p's object is live: once it is freed, the owner may give the block away. */
     bx_heap_t *owner = blk->heap;
-    if (bx_mixed_free(blk, obj, "free()") == 0 && self && owner == self) mixed_give_back(self, blk);
+    if (bx_mixed_free(blk, p, "free()") == 0 && self && owner == self) mixed_give_back(self, blk);
 }
 
 void bx_heap_mixed_tick(bx_heap_t *h) {

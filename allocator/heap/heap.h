@@ -150,9 +150,10 @@ void bx_heap_free_medium(bx_heap_t *h, void *sb, uint32_t index);
 /* free's path for a plain live small object of another heap's block (classify.h said so),
  * from heap `self`: kept for this heap's mallocs, or sent home. */
 void bx_heap_free_foreign_small(bx_heap_t *self, bx_block_t *blk, void *obj);
-/* Frees obj, an object of mixed block blk, from heap `self` (NULL: none): the block goes back
- * to the cache when self owns it and it empties (its owner's tick finds it otherwise). */
-void bx_heap_free_mixed(bx_heap_t *self, bx_block_t *blk, void *obj);
+/* Frees p, in mixed block blk (an object's start or an aligned allocation's address; aborts
+ * on anything else), from heap `self` (NULL: none): the block goes back to the cache when
+ * self owns it and it empties (its owner's tick finds it otherwise). */
+void bx_heap_free_mixed(bx_heap_t *self, bx_block_t *blk, void *p);
 /* The owner's pass over its mixed blocks: empty ones back to the cache, and the pages no
  * object uses back to the OS. */
 void bx_heap_mixed_tick(bx_heap_t *h);

@@ -196,16 +196,25 @@ void *bx_mixed_alloc(bx_block_t *b, uint32_t size) {
     return p;
 }
 
-uint32_t bx_mixed_free(bx_block_t *b, void *obj, const char *op) {
+uint32_t bx_mixed_free(bx_block_t *b, void *p, const char *op) {
     bx_mixed_t *m = state_of(b);
-    uint32_t g = granule_of(b, obj);
+    uint32_t g = granule_of(b, p);
     bx_lock_t *lock = lock_of(b);
     bx_lock(lock);
-    if (BX_UNLIKELY(!starts(m, g))) {
-        bool freed = !bit(m->used, g);
-        bx_unlock(lock);
-        bx_fatalf("%s: %s %p", op, freed ? "double free" : "invalid pointer", obj);
+    bool used = !((uintptr_t)p & (BX_ALIGNMENT - 1)) && bit(m->used, g);
+    if (used && !starts(m, g)) {
+        /* Inside an object: only the address an aligned allocation handed out (its mark). */
+        uint32_t start = start_of(m, g);
+        const uintptr_t *mark = (const uintptr_t *)(b->mem + ((size_t)start << GRANULE_SHIFT));
+        used = bx_object_is_aligned(mark, bx_block_key(b)) && mark[0] == (uintptr_t)p;
+        g = start;
     }
+    if (BX_UNLIKELY(!used)) {
+        bool freed = !((uintptr_t)p & (BX_ALIGNMENT - 1)) && !bit(m->used, granule_of(b, p));
+        bx_unlock(lock);
+        bx_fatalf("%s: %s %p", op, freed ? "double free" : "invalid pointer", p);
+    }
+    char *obj = b->mem + ((size_t)g << GRANULE_SHIFT);
     uint32_t last = next_bit(m->last, g, true), n = last - g + 1;
     set_range(m->used, g, n, false);
     m->last[last / 64] &= ~((uint64_t)1 << (last % 64));

@@ -44,7 +44,7 @@ static inline bool bx_block_is_mixed(const bx_block_t *b) { return __atomic_load
  * zero limits stored after the flag). Asked before a pointer is called invalid. */
 static inline bool bx_block_became_mixed(const bx_block_t *b) {
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return __atomic_load_n(&b->mixed, __ATOMIC_RELAXED);
+    return __atomic_load_n(&b->mixed, __ATOMIC_ACQUIRE); /* acquire too: TSan ignores fences */
 }
 
 /* For b's owner: converts b, a block of its that no chain names and no list holds, keeping
@@ -56,10 +56,10 @@ bool bx_mixed_convert(bx_block_t *b);
  * a run of free granules that holds it (the smallest, or the first that wastes at most an
  * eighth); NULL if none does. */
 void *bx_mixed_alloc(bx_block_t *b, uint32_t size);
-/* Any thread: frees the object starting at obj (as bx_mixed_lookup found it); the objects
- * left in the block. Aborts naming `op` on a double or invalid free (another thread may have
- * freed it since the lookup). */
-uint32_t bx_mixed_free(bx_block_t *b, void *obj, const char *op);
+/* Any thread: frees the object at p, its start or the address an aligned allocation handed
+ * out inside it (the lookup and the free under one lock); the objects left in the block.
+ * Aborts naming `op` on a double or invalid free. */
+uint32_t bx_mixed_free(bx_block_t *b, void *p, const char *op);
 /* Any thread: whether p is a live object's address in b, the start of an object or the
  * address an aligned allocation handed out inside one (block.h's mark at its start); then
  * its start and the bytes from p to its end. *freed: p lies on free granules. */
