@@ -26,15 +26,25 @@
  * objects, each of which would cost a look at the bitmaps instead of a pop. */
 #define BX_MIXED_MIN_SIZE 512u
 #define BX_MIXED_WORDS (BX_MIXED_GRANULES / 64)
+#define BX_MIXED_RUN_MIN (BX_MIXED_MIN_SIZE / BX_ALIGNMENT)
+/* Long runs indexed per block: more than the 3/4-free blocks of the shape change have (up to
+ * 124 fit in a block). */
+#define BX_MIXED_RUNS 64
 
 typedef struct bx_mixed {
     uint64_t used[BX_MIXED_WORDS]; /* granules inside a live object */
     uint64_t last[BX_MIXED_WORDS]; /* each live object's last granule */
     uint64_t marked[BX_MIXED_WORDS]; /* free granules that start a free mark (block.h), checked
                                     * when an object is cut over them: a write after free */
+    /* The free runs a request can use (BX_MIXED_RUN_MIN granules or more), in no order, so
+     * that a cut looks at a few entries, not at every gap between the survivors. */
+    uint16_t run_start[BX_MIXED_RUNS], run_len[BX_MIXED_RUNS];
     uint32_t live;                 /* objects */
     uint32_t free_granules;
     uint16_t purged;               /* pages given back since no granule of theirs was used */
+    uint8_t runs;                  /* entries of run_start and run_len */
+    bool runs_partial;             /* more long runs than entries: the bitmap has the rest */
+    bool runs_stale;               /* a free beside a run: entries may be parts of runs */
     struct bx_mixed *next;         /* the pool's list of free records */
 } bx_mixed_t;
 

@@ -18,6 +18,7 @@ const char *probe_core(void);
 void probe_core_free_inside(void);
 int64_t probe_countdown_in_new_thread(void);
 const char *probe_mixed(void);
+const char *probe_mixed_runs(void);
 void probe_mixed_write_after_free(void);
 }
 
@@ -79,6 +80,12 @@ TEST_CASE("a mixed block keeps its survivors, cuts any size from its gaps, tells
           "goes back once empty",
           "[heap][mixed]") {
     REQUIRE(ok(probe_mixed()) == "");
+}
+
+TEST_CASE("a mixed block's index of long runs: every gap is cut, those it left out too; a freed gap is cut again; "
+          "neighbours freed are cut as one run",
+          "[heap][mixed]") {
+    REQUIRE(ok(probe_mixed_runs()) == "");
 }
 
 TEST_CASE("a write after free over a mixed block's freed object aborts the malloc that cuts an object over it",

@@ -409,7 +409,7 @@ static bool kept_at_random(uint64_t i) {
 
 /* A heap whose 64 B objects are 7/8 freed and whose bin then goes idle: its blocks mix
  * (mixed.h). *blk_out: one of them. */
-static const char *mixed_heap(bx_heap_t **out, bx_block_t **blk_out) {
+static const char *mixed_heap_keeping(bool (*kept)(uint64_t), bx_heap_t **out, bx_block_t **blk_out) {
     enum { N = 4096 };
     static char *objs[N];
     start();
@@ -417,7 +417,7 @@ static const char *mixed_heap(bx_heap_t **out, bx_block_t **blk_out) {
     CHECK(h, "no heap");
     for (int i = 0; i < N; i++) CHECK((objs[i] = bx_heap_alloc(h, 64)) != NULL, "allocation %d failed", i);
     for (int i = 0; i < N; i++)
-        if (!kept_at_random((uint64_t)i)) free_own(h, objs[i]);
+        if (!kept((uint64_t)i)) free_own(h, objs[i]);
     CHECK(bx_heap_purge_idle_bin(h, bx_small_bin(64)), "the idle bin was not purged");
     CHECK(h->mixed_blocks == NULL, "blocks mixed at the first pass, while their objects could still be leaving");
     CHECK(!bx_heap_purge_idle_bin(h, bx_small_bin(64)), "purged again with no frees since");
@@ -425,7 +425,7 @@ static const char *mixed_heap(bx_heap_t **out, bx_block_t **blk_out) {
     CHECK(h->mixed_blocks != NULL, "no block mixed");
     CHECK(bx_heap_check(h), "bx_heap_check failed after the blocks mixed");
     for (int i = 0; i < N; i++) {
-        if (!kept_at_random((uint64_t)i)) continue;
+        if (!kept((uint64_t)i)) continue;
         bx_lookup_t r;
         bx_classify(objs[i], &r);
         CHECK(r.tag == BX_TAG_SMALL && r.object == objs[i] && r.usable == 64, "survivor %d reads as tag %u, %zu B", i,
@@ -433,6 +433,72 @@ static const char *mixed_heap(bx_heap_t **out, bx_block_t **blk_out) {
     }
     *out = h;
     *blk_out = h->mixed_blocks;
+    return NULL;
+}
+
+static const char *mixed_heap(bx_heap_t **out, bx_block_t **blk_out) {
+    return mixed_heap_keeping(kept_at_random, out, blk_out);
+}
+
+/* The longest run of free granules in blk, as the classifier sees them. */
+static size_t longest_free_run(const bx_block_t *blk) {
+    size_t longest = 0, run = 0;
+    for (const char *p = blk->mem; p < blk->mem + BX_BLOCK_SIZE; p += BX_ALIGNMENT) {
+        bx_lookup_t r;
+        bx_classify(p, &r);
+        run = r.tag == 0 && r.freed ? run + BX_ALIGNMENT : 0;
+        if (run > longest) longest = run;
+    }
+    return longest;
+}
+
+/* Of each block's 1,024 64 B objects, every 10th of the first 700 kept (gaps of 576 B, more
+ * than a mixed block's index holds), then every 20th (gaps of 1,216 B, left out of it). */
+enum { SHORT_GAP = 9 * 64, LONG_GAP = 19 * 64 };
+static bool kept_short_then_long(uint64_t i) { return i % 1024 < 700 ? i % 10 == 0 : i % 20 == 0; }
+
+/* Cuts `size` from blk until it has no run for it: how many, each checked and filled. */
+static const char *cut_all(bx_block_t *blk, uint32_t size, char **cut, unsigned max, unsigned *cuts) {
+    for (*cuts = 0; *cuts < max && (cut[*cuts] = bx_mixed_alloc(blk, size)) != NULL; ++*cuts) {
+        CHECK(bx_block_of(cut[*cuts]) == blk && bx_mixed_check(blk), "cut %u of %u B: %p, or the block's state is wrong",
+              *cuts, size, (void *)cut[*cuts]);
+        memset(cut[*cuts], 0x5c, size);
+    }
+    CHECK(longest_free_run(blk) < size, "a run of %zu B left after %u cuts of %u B", longest_free_run(blk), *cuts, size);
+    return NULL;
+}
+
+const char *probe_mixed_runs(void) {
+    bx_heap_t *h;
+    bx_block_t *blk;
+    const char *err = mixed_heap_keeping(kept_short_then_long, &h, &blk);
+    if (err) return err;
+    const bx_mixed_t *m = blk->mixed_state;
+    CHECK(m->runs == BX_MIXED_RUNS && m->runs_partial, "%u runs indexed of a block with %u survivors", m->runs,
+          bx_mixed_live(blk));
+    /* The long gaps, none in the index, each serve an object that fills it; then the short. */
+    enum { MAX_CUTS = BX_BLOCK_SIZE / SHORT_GAP };
+    static char *cut[MAX_CUTS];
+    unsigned cuts;
+    if ((err = cut_all(blk, LONG_GAP, cut, MAX_CUTS, &cuts))) return err;
+    CHECK(cuts >= 10, "%u cuts of %d B", cuts, LONG_GAP);
+    if ((err = cut_all(blk, SHORT_GAP, cut, MAX_CUTS, &cuts))) return err;
+    CHECK(cuts > BX_MIXED_RUNS, "%u cuts of %d B, the index holds %d runs", cuts, SHORT_GAP, BX_MIXED_RUNS);
+    /* Freed between survivors: the gap is indexed again, and the next cut takes it. */
+    bx_heap_free_mixed(h, blk, cut[cuts / 2]);
+    CHECK(bx_mixed_check(blk), "the block's state is wrong after a free between survivors");
+    char *again = bx_mixed_alloc(blk, SHORT_GAP);
+    CHECK(again == cut[cuts / 2], "the gap freed at %p, the next cut at %p", (void *)cut[cuts / 2], (void *)again);
+    /* Two neighbours freed, and the survivor between them: one run, which the next cut finds. */
+    char *a = cut[1], *b = cut[2];
+    CHECK(b == a + SHORT_GAP + 64, "cuts 1 and 2 are not one survivor apart");
+    bx_heap_free_mixed(h, blk, a);
+    bx_heap_free_mixed(h, blk, a + SHORT_GAP);
+    bx_heap_free_mixed(h, blk, b);
+    CHECK(bx_mixed_check(blk), "the block's state is wrong after frees beside free runs");
+    char *both = bx_mixed_alloc(blk, 2 * SHORT_GAP + 64);
+    CHECK(both == a, "the merged run at %p, the cut of its size at %p", (void *)a, (void *)both);
+    CHECK(bx_mixed_check(blk) && bx_heap_check(h), "the block's state is wrong after the merged cut");
     return NULL;
 }
 
