@@ -1,8 +1,6 @@
 /* mixed.c - mixed blocks (mixed.h). */
 #include "mem/mixed.h"
 
-#include <string.h>
-
 #include "base/lock.h"
 #include "os/os.h"
 
@@ -61,11 +59,17 @@ static void set_range(uint64_t *map, uint32_t from, uint32_t n, bool on) { /* n 
     if (first == last) head &= tail;
     if (on) {
         map[first] |= head;
-        for (uint32_t i = first + 1; i < last; i++) map[i] = ~(uint64_t)0;
+        for (uint32_t i = first + 1; i < last; i++) {
+            map[i] = ~(uint64_t)0;
+            __asm__ volatile("" ::: "memory"); /* no call to memset (above: convert) */
+        }
         if (last > first) map[last] |= tail;
     } else {
         map[first] &= ~head;
-        for (uint32_t i = first + 1; i < last; i++) map[i] = 0;
+        for (uint32_t i = first + 1; i < last; i++) {
+            map[i] = 0;
+            __asm__ volatile("" ::: "memory");
+        }
         if (last > first) map[last] &= ~tail;
     }
 }
@@ -145,9 +149,10 @@ bool bx_mixed_convert(bx_block_t *b) {
     if (!m) return false;
     bx_lock_t *lock = lock_of(b);
     bx_lock(lock); /* what a thread that finds the block mixed reads next, under the lock */
-    memset(m->used, 0, sizeof m->used);
-    memset(m->last, 0, sizeof m->last);
-    memset(m->marked, 0, sizeof m->marked);
+    for (unsigned i = 0; i < BX_MIXED_WORDS; i++) {
+        m->used[i] = m->last[i] = m->marked[i] = 0;
+        __asm__ volatile("" ::: "memory"); /* no call to memset: front/ defines it, a layer above */
+    }
     m->live = 0;
     m->free_granules = BX_MIXED_GRANULES;
     uint32_t size = b->size, carved = b->carved / size;
