@@ -9,8 +9,9 @@
 #include <unistd.h>
 #include <utility>
 
-// Returns (terminating signal or 0, stderr text). The child leaves through _exit, so that
-// only what fn does can report.
+// Returns (terminating signal, or 256 + the exit code of a child that exited with one, or 0;
+// stderr text). The child leaves through _exit, so that only what fn does can report; a
+// check in it that exits with a code fails a test that expects 0.
 template <class F> std::pair<int, std::string> in_child(F fn) {
     int fds[2];
     REQUIRE(pipe(fds) == 0);
@@ -36,5 +37,6 @@ template <class F> std::pair<int, std::string> in_child(F fn) {
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
-    return {WIFSIGNALED(status) ? WTERMSIG(status) : 0, err};
+    if (WIFSIGNALED(status)) return {WTERMSIG(status), err};
+    return {WEXITSTATUS(status) ? 256 + WEXITSTATUS(status) : 0, err};
 }

@@ -413,7 +413,8 @@ bool bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin) {
 /* How long a size must stay still (no malloc, no free) before its sparse blocks mix. */
 #define MIX_STILL_NS (20 * 1000 * 1000ull)
 
-static void reclaim_before_growth(bx_heap_t *h, bx_bin_t *except) {
+/* `mix`: sizes that mixed blocks serve are growing (BX_MIX_GROWTH_BLOCKS). */
+static void reclaim_before_growth(bx_heap_t *h, bx_bin_t *except, bool mix) {
     uint64_t now = bx_now_ns();
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         bx_bin_t *b = &h->small[i];
@@ -438,7 +439,7 @@ static void reclaim_before_growth(bx_heap_t *h, bx_bin_t *except) {
          * stay, and the growth elsewhere can use their gaps. A clock, not a count of scans:
          * where every size comes and goes, scans come in bursts and a size in use looked
          * still for 16 of them (crossfree: 5,317 blocks mixed, most soon empty, peak RSS 7x). */
-        if (now - h->still_since_ns[i] >= MIX_STILL_NS) {
+        if (mix && now - h->still_since_ns[i] >= MIX_STILL_NS) {
             h->still_since_ns[i] = now;
             bx_heap_mix_idle_bin(h, i);
         }
@@ -473,7 +474,8 @@ void *bx_heap_alloc_small_slow(bx_heap_t *h, unsigned bin) {
              * time), then again with what it mixed. */
             bool mix = b->size >= BX_MIXED_MIN_SIZE && __atomic_load_n(&bx_options.mixed, __ATOMIC_RELAXED);
             if (mix && h->mixed_blocks && (p = mixed_alloc(h, b->size))) return p;
-            reclaim_before_growth(h, b);
+            if (mix) h->mixable_growth++;
+            reclaim_before_growth(h, b, mix && h->mixable_growth >= BX_MIX_GROWTH_BLOCKS);
             if (mix && h->mixed_blocks && bx_blockcache_would_grow(&h->small_blocks) && (p = mixed_alloc(h, b->size)))
                 return p;
         }

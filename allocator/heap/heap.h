@@ -60,6 +60,8 @@ typedef struct bx_heap {
     _Atomic bool release_requested;       /* by malloc_trim in another thread (retention.c) */
     bool follow_cpu;                      /* after fork: take the node of the CPU at the next tick */
     bool keeps_closed;                    /* the keeps held too much: none takes more (bounds.h) */
+    uint32_t mixable_growth;              /* since the last tick: blocks taken by sizes mixed
+                                           * blocks serve (BX_MIX_GROWTH_BLOCKS) */
     /* A shared heap: its mallocs (under its lock); the count and the time the reclaimer last
      * saw it change (thread/reclaimer.c). */
     uint64_t shared_allocs, shared_allocs_seen, shared_idle_since_ns;
@@ -90,6 +92,10 @@ bool bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin);
 /* A bin that allocated and freed nothing since its last purge (above): its blocks that stayed
  * at least 3/4 free since then become mixed (mixed.h), unless BOBOX_MIXED=0. */
 void bx_heap_mix_idle_bin(bx_heap_t *h, unsigned bin);
+/* Blocks mix only while sizes that can use their gaps grow by this many blocks in a tick: a
+ * vector doubled through the sizes is not such growth, and sizes below BX_MIXED_MIN_SIZE
+ * could not use them (mixed, their survivors' blocks would hold the gaps for nothing). */
+#define BX_MIX_GROWTH_BLOCKS 16
 
 /* A tick is wanted before its time: the process just became big enough for the reclaimer,
  * which starts at a tick (no lock is held there). */

@@ -17,7 +17,7 @@ static void release_bins(bx_heap_t *h, bool idle_only) {
         if (!idle_only) {
             bx_bin_release_kept(b);
         } else if (bx_bin_allocs(b) == h->allocs_at_tick[i] && !bx_heap_purge_idle_bin(h, i)) {
-            bx_heap_mix_idle_bin(h, i);
+            if (h->mixable_growth >= BX_MIX_GROWTH_BLOCKS) bx_heap_mix_idle_bin(h, i);
             /* No frees to purge pages for: the front cache still goes into its blocks, which
              * can then drain, and a shared heap's idle size drops its chains too (the threads
              * that used it may have ended; its emptied blocks go back with the cache's decay). */
@@ -29,6 +29,8 @@ static void release_bins(bx_heap_t *h, bool idle_only) {
         }
         h->allocs_at_tick[i] = bx_bin_allocs(b);
     }
+    /* Mixed only for growth in sizes that can use the gaps, since the last tick. */
+    if (idle_only) h->mixable_growth = 0;
 }
 
 void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {

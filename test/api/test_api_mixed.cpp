@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <set>
 #include <thread>
@@ -104,6 +105,7 @@ TEST_CASE("larger sizes fill the gaps of a size gone idle; every object keeps it
     auto [sig, err] = in_child([] {
         size_t blocks_before = ctl_size("bobox.stats.mixed_blocks");
         need(blocks_before != SIZE_MAX, 2);
+        {
         Shape s = build_shape(12u << 20);
         // Larger objects lie in the blocks the 64 B objects were cut from (most of them in a
         // fresh process; one that freed much before uses its free blocks first).
@@ -138,8 +140,52 @@ TEST_CASE("larger sizes fill the gaps of a size gone idle; every object keeps it
         }).join();
         for (size_t i = 1; i < s.grown.size(); i += 2) a_free(s.grown[i].p);
         for (size_t i = 1; i < s.survivors.size(); i += 2) a_free(s.survivors[i].p);
+        } // and the shape's own vectors, which a preloaded build may have cut from mixed blocks
         a_malloc_trim(0);
-        need(ctl_size("bobox.stats.mixed_blocks") <= blocks_before, 14);
+        // Every mixed block went back. Preloaded, the runner's own objects of the size (the
+        // parent's, before the fork: 22 KB in 10 blocks here) keep their blocks mixed.
+        size_t left = ctl_size("bobox.stats.mixed_blocks"), bytes = ctl_size("bobox.stats.mixed_bytes");
+        fprintf(stderr, "after the frees and a trim: %zu mixed blocks, %zu bytes in them\n", left, bytes);
+#ifdef API_PREFIXED
+        need(left <= blocks_before, 14);
+#else
+        need(left <= blocks_before + 32 && bytes <= (128u << 10), 14);
+#endif
+        _exit(0);
+    });
+    INFO(err);
+    REQUIRE(sig == 0);
+}
+
+TEST_CASE("growth in sizes under 512 B mixes no block: they could not use the gaps", "[api][mixed]") {
+    if (skip()) return;
+    auto [sig, err] = in_child([] {
+        size_t blocks_before = ctl_size("bobox.stats.mixed_blocks");
+        need(blocks_before != SIZE_MAX, 2);
+        Shape s = build_shape(0, 0);
+        // 24 MB of 128-496 B objects, with pauses past the 20 ms after which an idle size
+        // mixes, and past a decay tick.
+        std::vector<void *> grown;
+        grown.reserve(24 * 4096 + 8192); // one mapping, not a vector grown through the sizes
+        for (unsigned i = 0; i < 24 * 4096; i++) {
+            void *p = a_malloc(128 + (i * 2654435761u) % 369);
+            need(p != nullptr, 3);
+            memset(p, 1, 128);
+            grown.push_back(p);
+            if (i % 8192 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(i % 32768 ? 30 : 300));
+        }
+        need(ctl_size("bobox.stats.mixed_blocks") == blocks_before, 4);
+        // Then a size that can use them: blocks mix.
+        for (unsigned i = 0; i < 8192; i++) {
+            void *p = a_malloc(1024 + i % 3073);
+            need(p != nullptr, 5);
+            memset(p, 2, 1024);
+            grown.push_back(p);
+            if (i % 2048 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        }
+        need(ctl_size("bobox.stats.mixed_blocks") > blocks_before, 6);
+        for (void *p : grown) a_free(p);
+        for (const Piece &o : s.survivors) a_free(o.p);
         _exit(0);
     });
     INFO(err);
