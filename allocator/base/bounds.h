@@ -26,13 +26,9 @@
 #define BX_MEDIUM_BLOCK_CACHE_BYTES (1 * BX_MB)
 
 /* A thread allocates from the heap its CPU shares with other threads, under that heap's
- * lock, until it proves busy: BX_BUSY_OPS mallocs and frees, or mallocs of BX_BUSY_BYTES,
- * within BX_BUSY_WINDOW_MS. Then it gets a heap of its own (thread.h). Bytes too: a thread
- * whose first 1,024 objects are 8 KB each left 8 MB to the shared heap, resident until its
- * decay delay (crossfree: peak RSS 22.8 -> 27.3 MB); 1 MB is past what a thread that holds
- * little holds (memthreads: 330 KB, memchurn: 64 KB to 1 MB). */
+ * lock, until it proves busy: BX_BUSY_OPS mallocs and frees within BX_BUSY_WINDOW_MS. Then
+ * it gets a heap of its own (thread.h). */
 #define BX_BUSY_OPS 1024
-#define BX_BUSY_BYTES BX_MB
 #define BX_BUSY_WINDOW_MS 100
 
 /* A heap's remote frees are drained once this much waits (DESIGN §4). */

@@ -19,7 +19,6 @@ static BX_TLS bool tls_torn_down; /* past our own per-thread teardown */
 /* A thread without a heap of its own: its mallocs and frees in the current window. */
 static BX_TLS struct {
     uint32_t ops;
-    size_t bytes; /* asked for by its mallocs */
     bool counting; /* past its first call: the profiler's countdown is set, adoption was tried */
     uint64_t window_start_ns;
 } tls_light;
@@ -174,17 +173,14 @@ static bx_heap_t *adopt(int node, bool live_only) {
     return h;
 }
 
-/* Whether a thread without a heap has proven busy: BX_BUSY_OPS operations, or mallocs of
- * BX_BUSY_BYTES, in one window. */
-static bool proven_busy(size_t bytes) {
+/* Whether a thread without a heap has proven busy: BX_BUSY_OPS operations in one window. */
+static bool proven_busy(void) {
     if (tls_torn_down) return false;
-    tls_light.bytes += bytes;
-    if (BX_LIKELY(++tls_light.ops < BX_BUSY_OPS && tls_light.bytes < BX_BUSY_BYTES)) {
+    if (BX_LIKELY(++tls_light.ops < BX_BUSY_OPS)) {
         if (tls_light.ops == 1) tls_light.window_start_ns = bx_now_ns();
         return false;
     }
     tls_light.ops = 0;
-    tls_light.bytes = 0;
     return bx_now_ns() - tls_light.window_start_ns < BX_BUSY_WINDOW_MS * (uint64_t)1000000;
 }
 
@@ -207,7 +203,7 @@ static bx_heap_t *install(bx_heap_t *h) {
     return h;
 }
 
-bx_heap_t *bx_thread_count_op(size_t bytes) {
+bx_heap_t *bx_thread_count_op(void) {
     /* A thread's first call: a heap an exited thread left on this node with objects still
      * live is most likely its predecessor's, whose work (and objects) it takes over. Taken
      * at once, it costs no memory not already held, the thread's frees of those objects are
@@ -222,7 +218,7 @@ bx_heap_t *bx_thread_count_op(size_t bytes) {
         if (h) return install(h);
         bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
     }
-    return proven_busy(bytes) ? bx_thread_acquire() : NULL;
+    return proven_busy() ? bx_thread_acquire() : NULL;
 }
 
 bx_heap_t *bx_thread_acquire(void) {
@@ -267,7 +263,7 @@ static bx_heap_t *shared_heap(void) {
 }
 
 void *bx_thread_alloc_shared(size_t size) {
-    bx_heap_t *h = bx_thread_count_op(size);
+    bx_heap_t *h = bx_thread_count_op();
     if (h) return bx_heap_alloc(h, size); /* busy from now on */
     h = shared_heap();
     if (!h) return NULL;

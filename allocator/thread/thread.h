@@ -3,8 +3,8 @@
  *
  * A thread starts without a heap of its own: it allocates from the heap its CPU shares with
  * other threads, under that heap's lock, and frees an object of a shared heap under the
- * object's heap's lock. Once it makes BX_BUSY_OPS mallocs and frees, or
- * mallocs of BX_BUSY_BYTES, within BX_BUSY_WINDOW_MS (base/bounds.h), it gets a heap of its own, where its malloc and free
+ * object's heap's lock. Once it makes BX_BUSY_OPS mallocs and frees within
+ * BX_BUSY_WINDOW_MS (base/bounds.h), it gets a heap of its own, where its malloc and free
  * take no lock and no atomic operation. So a thread that holds a few objects costs no
  * block per size and no superblock; a thread past its own teardown uses the shared heaps
  * too.
@@ -54,9 +54,8 @@ bx_heap_t *bx_thread_acquire(void);
  * goes through a shared heap). In checked mode every thread has one from its first call. */
 bx_heap_t *bx_thread_heap_slow(void);
 static inline bx_heap_t *bx_thread_heap(void) { return bx_tls_heap ? bx_tls_heap : bx_thread_heap_slow(); }
-/* Counts a malloc of `bytes` (0: a free) of a thread without a heap: its own heap once it
- * proves busy. */
-bx_heap_t *bx_thread_count_op(size_t bytes);
+/* Counts a malloc or free of a thread without a heap: its own heap once it proves busy. */
+bx_heap_t *bx_thread_count_op(void);
 /* Takes a shared heap's lock (or tries, without `wait`): the caller is its owner until
  * bx_thread_unlock_shared. False, and nothing taken, for a heap that is not shared. */
 bool bx_thread_lock_shared(bx_heap_t *h, bool wait);

@@ -1143,53 +1143,6 @@ TEST_CASE("a thread's first objects, from its CPU's shared heap, are foreign onc
 }
 
 // ---------------------------------------------------------------------------------------------
-TEST_CASE("a thread that asks for 1 MB in fewer calls than make it busy gets its own heap; one that asks for less "
-          "stays on the shared heap",
-          "[api][threads]") {
-    // Bytes as well as calls: a thread whose first 1,024 objects were 8 KB each left 8 MB to
-    // its CPU's shared heap, resident until the decay delay.
-    get_stats_fn stats = get_stats_ptr();
-    if (!stats) {
-        if (!foreign_allowed()) FAIL("bobox_get_stats missing");
-        return;
-    }
-    if (checked_mode()) return; // every thread has a heap at once there
-    constexpr size_t kSize = 8192;
-    struct bobox_stats base {};
-    stats(&base);
-    size_t base_live = base.heaps_live;
-    // How many heaps of its own the thread got: 0 or 1. An exited thread's heap with live
-    // objects, adopted at the first call, would be one it did not earn by its bytes.
-    auto heaps_gained = [&](int objects) {
-        long gained = -1;
-        std::thread([&] {
-            std::vector<void *> held;
-            struct bobox_stats s {};
-            held.push_back(a_malloc(16));
-            stats(&s);
-            size_t first = s.heaps_live;
-            for (int i = 0; i < objects; i++) {
-                held.push_back(a_malloc(kSize));
-                REQUIRE(held.back() != nullptr);
-                memset(held.back(), i & 0xff, kSize);
-            }
-            stats(&s);
-            gained = first == base_live ? (long)(s.heaps_live - first) : -1;
-            for (void *p : held) a_free(p);
-        }).join();
-        return gained;
-    };
-    // 64 objects: 512 KB, under the threshold; 160: 1.25 MB, past it (each far under 1,024 calls).
-    long small = heaps_gained(64), large = heaps_gained(160);
-    if (small < 0 || large < 0) {
-        WARN("a thread adopted an exited thread's heap at its first call: nothing to tell");
-        return;
-    }
-    CHECK(small == 0);
-    CHECK(large == 1);
-}
-
-// ---------------------------------------------------------------------------------------------
 TEST_CASE("a thread takes over, at its first call, the heap an exited thread left with live objects", "[api][threads][remote]") {
     // A successor that works on its predecessor's objects (server thread replacement) adopts
     // the predecessor's heap before its first free, so those frees are its own and its next
