@@ -205,8 +205,10 @@ void bx_heap_mixed_tick(bx_heap_t *h) {
  * (crossfree: 11,253 blocks mixed, peak RSS 10x). */
 #define MIXED_FREE_NUM 3
 #define MIXED_FREE_DEN 4
-/* Mixed blocks a malloc looks at before it takes a fresh block. */
-#define MIXED_PROBES 8
+/* Mixed blocks a malloc looks at before it takes a fresh block: with the run index a block
+ * without a fitting run costs a look at its entries. 8 held 0.3 MB more at the shape
+ * change's peak (86.3 MB, 1.41x live; 32: 85.7 MB, 1.39x). */
+#define MIXED_PROBES 32
 
 void bx_heap_mix_idle_bin(bx_heap_t *h, unsigned bin) {
     bx_bin_t *b = &h->small[bin];

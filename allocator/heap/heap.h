@@ -95,7 +95,7 @@ void bx_heap_mix_idle_bin(bx_heap_t *h, unsigned bin);
 /* Blocks mix only while sizes that can use their gaps grow by this many blocks in a tick: a
  * vector doubled through the sizes is not such growth, and sizes below BX_MIXED_MIN_SIZE
  * could not use them (mixed, their survivors' blocks would hold the gaps for nothing). */
-#define BX_MIX_GROWTH_BLOCKS 16
+#define BX_MIX_GROWTH_BLOCKS 8
 
 /* A tick is wanted before its time: the process just became big enough for the reclaimer,
  * which starts at a tick (no lock is held there). */
