@@ -89,13 +89,37 @@ static inline __attribute__((always_inline)) uint32_t next_bit_below(const uint6
 static inline __attribute__((always_inline)) uint32_t next_bit(const uint64_t *map, uint32_t from, bool want) {
     return next_bit_below(map, from, want, BX_MIXED_GRANULES);
 }
-static bool starts(const bx_mixed_t *m, uint32_t g) {
-    return bit(m->used, g) && (g == 0 || !bit(m->used, g - 1) || bit(m->last, g - 1));
+static uint32_t granule_of(const bx_block_t *b, const void *p) {
+    return (uint32_t)((uintptr_t)((const char *)p - b->mem) >> GRANULE_SHIFT);
 }
 /* The first granule of the object holding used granule g. */
 static uint32_t start_of(const bx_mixed_t *m, uint32_t g) {
     while (g > 0 && bit(m->used, g - 1) && !bit(m->last, g - 1)) g--;
     return g;
+}
+
+/* Under b's lock: whether p names a live object of b, its first granule or the address an
+ * aligned allocation handed out inside it (block.h's mark at its start); *start: its first
+ * granule. */
+static bool names_object(const bx_block_t *b, const bx_mixed_t *m, const void *p, uint32_t *start) {
+    if ((uintptr_t)p & (BX_ALIGNMENT - 1)) return false;
+    uint32_t g = granule_of(b, p);
+    if (!bit(m->used, g)) return false;
+    *start = start_of(m, g);
+    if (*start == g) return true;
+    const uintptr_t *mark = (const uintptr_t *)(b->mem + ((size_t)*start << GRANULE_SHIFT));
+    return bx_object_is_aligned(mark, bx_block_key(b)) && mark[0] == (uintptr_t)p;
+}
+/* Under b's lock: p lies on a free granule (freed twice, when it names no object). */
+static bool on_free_granule(const bx_block_t *b, const bx_mixed_t *m, const void *p) {
+    return !((uintptr_t)p & (BX_ALIGNMENT - 1)) && !bit(m->used, granule_of(b, p));
+}
+
+/* The first free run at or after granule *g: its start in *g (BX_MIXED_GRANULES: none), its
+ * end returned. */
+static uint32_t next_free_run(const bx_mixed_t *m, uint32_t *g) {
+    *g = next_bit(m->used, *g, false);
+    return next_bit(m->used, *g, true);
 }
 
 /* ---- the index of long free runs (the record's run_start and run_len) ---- */
@@ -118,11 +142,8 @@ static void run_remove(bx_mixed_t *m, unsigned i) {
 static void runs_index(bx_mixed_t *m) {
     m->runs = 0;
     m->runs_partial = m->runs_stale = false;
-    for (uint32_t g = 0; (g = next_bit(m->used, g, false)) < BX_MIXED_GRANULES;) {
-        uint32_t end = next_bit(m->used, g, true);
+    for (uint32_t g = 0, end; (end = next_free_run(m, &g)), g < BX_MIXED_GRANULES; g = end)
         if (end - g >= BX_MIXED_RUN_MIN) run_add(m, g, end - g);
-        g = end;
-    }
 }
 
 static void mark_object(bx_mixed_t *m, uint32_t g, uint32_t n) {
@@ -130,10 +151,6 @@ static void mark_object(bx_mixed_t *m, uint32_t g, uint32_t n) {
     m->last[(g + n - 1) / 64] |= (uint64_t)1 << ((g + n - 1) % 64);
     m->live++;
     m->free_granules -= n;
-}
-
-static uint32_t granule_of(const bx_block_t *b, const void *p) {
-    return (uint32_t)((uintptr_t)((const char *)p - b->mem) >> GRANULE_SHIFT);
 }
 
 uint32_t bx_mixed_live(const bx_block_t *b) {
@@ -194,9 +211,9 @@ void *bx_mixed_alloc(bx_block_t *b, uint32_t size) {
         return NULL;
     }
     /* The smallest run that holds it (the lowest of equals), larger runs staying for larger
-     * objects. The index spares a look at every gap between the survivors: scanning the bitmap
-     * took 1,250 instructions a cut on the shape change (memshapes, scale 0.3), and ending the
-     * scan at the first run that wasted at most an eighth held 5% more at the peak. */
+     * objects: the first run from where the last cut ended held 5% more at the shape change's
+     * peak (memshapes, scale 0.3). The index spares a look at every gap between the
+     * survivors: scanning the bitmap took 1,250 instructions a cut there. */
     if (m->runs_stale || (m->runs_partial && m->runs == 0)) runs_index(m);
     uint32_t best = BX_MIXED_GRANULES, best_len = UINT32_MAX;
     unsigned best_entry = BX_MIXED_RUNS;
@@ -209,13 +226,11 @@ void *bx_mixed_alloc(bx_block_t *b, uint32_t size) {
         }
     }
     if (best_entry == BX_MIXED_RUNS && m->runs_partial) { /* the runs left out of the index */
-        while ((g = next_bit(m->used, g, false)) < BX_MIXED_GRANULES) {
-            uint32_t end = next_bit(m->used, g, true);
+        for (uint32_t end; (end = next_free_run(m, &g)), g < BX_MIXED_GRANULES; g = end) {
             if (end - g >= n && end - g < best_len) {
                 best = g;
                 best_len = end - g;
             }
-            g = end;
         }
         for (unsigned i = 0; i < m->runs && best_entry == BX_MIXED_RUNS; i++)
             if (m->run_start[i] == best) best_entry = i;
@@ -252,19 +267,11 @@ void *bx_mixed_alloc(bx_block_t *b, uint32_t size) {
 
 uint32_t bx_mixed_free(bx_block_t *b, void *p, const char *op) {
     bx_mixed_t *m = state_of(b);
-    uint32_t g = granule_of(b, p);
+    uint32_t g;
     bx_lock_t *lock = lock_of(b);
     bx_lock(lock);
-    bool used = !((uintptr_t)p & (BX_ALIGNMENT - 1)) && bit(m->used, g);
-    if (used && !starts(m, g)) {
-        /* Inside an object: only the address an aligned allocation handed out (its mark). */
-        uint32_t start = start_of(m, g);
-        const uintptr_t *mark = (const uintptr_t *)(b->mem + ((size_t)start << GRANULE_SHIFT));
-        used = bx_object_is_aligned(mark, bx_block_key(b)) && mark[0] == (uintptr_t)p;
-        g = start;
-    }
-    if (BX_UNLIKELY(!used)) {
-        bool freed = !((uintptr_t)p & (BX_ALIGNMENT - 1)) && !bit(m->used, granule_of(b, p));
+    if (BX_UNLIKELY(!names_object(b, m, p, &g))) {
+        bool freed = on_free_granule(b, m, p);
         bx_unlock(lock);
         bx_fatalf("%s: %s %p", op, freed ? "double free" : "invalid pointer", p);
     }
@@ -291,24 +298,15 @@ uint32_t bx_mixed_free(bx_block_t *b, void *p, const char *op) {
 
 bool bx_mixed_lookup(const bx_block_t *b, const void *p, void **object, size_t *usable, bool *freed) {
     const bx_mixed_t *m = state_of(b);
-    *freed = false;
-    if ((uintptr_t)p & (BX_ALIGNMENT - 1)) return false;
-    uint32_t g = granule_of(b, p);
+    uint32_t start = 0;
     bx_lock_t *lock = lock_of(b);
     bx_lock(lock);
-    bool live = bit(m->used, g);
-    uint32_t start = live ? start_of(m, g) : g;
-    uint32_t last = live ? next_bit(m->last, g, true) : g;
+    bool live = names_object(b, m, p, &start);
+    *freed = !live && on_free_granule(b, m, p);
+    uint32_t last = live ? next_bit(m->last, start, true) : 0;
     bx_unlock(lock);
-    if (!live) {
-        *freed = true;
-        return false;
-    }
-    char *obj = b->mem + ((size_t)start << GRANULE_SHIFT);
-    /* Inside an object: only the address an aligned allocation handed out (its mark, block.h). */
-    if (start != g && !(bx_object_is_aligned(obj, bx_block_key(b)) && ((const uintptr_t *)obj)[0] == (uintptr_t)p))
-        return false;
-    *object = obj;
+    if (!live) return false;
+    *object = b->mem + ((size_t)start << GRANULE_SHIFT);
     *usable = (size_t)(b->mem + ((size_t)(last + 1) << GRANULE_SHIFT) - (const char *)p);
     return true;
 }
@@ -377,11 +375,8 @@ bool bx_mixed_check(const bx_block_t *b) {
     /* The index names long free runs, each once; unless stale (a free beside one), whole runs,
      * and all of them unless partial. */
     uint32_t long_runs = 0;
-    for (uint32_t g = 0; (g = next_bit(m->used, g, false)) < BX_MIXED_GRANULES;) {
-        uint32_t end = next_bit(m->used, g, true);
+    for (uint32_t g = 0, end; (end = next_free_run(m, &g)), g < BX_MIXED_GRANULES; g = end)
         long_runs += end - g >= BX_MIXED_RUN_MIN;
-        g = end;
-    }
     bool exact = !m->runs_stale;
     ok &= m->runs <= BX_MIXED_RUNS && (!exact || (m->runs_partial ? m->runs <= long_runs : m->runs == long_runs));
     for (unsigned i = 0; ok && i < m->runs; i++) {

@@ -63,8 +63,7 @@ static inline bool bx_block_became_mixed(const bx_block_t *b) {
  * when the free list was written after free. */
 bool bx_mixed_convert(bx_block_t *b);
 /* For the owner: an object of `size` bytes (a multiple of 16, at least BX_MIXED_MIN_SIZE) in
- * a run of free granules that holds it (the smallest, or the first that wastes at most an
- * eighth); NULL if none does. */
+ * the smallest run of free granules that holds it (the lowest of equals); NULL if none does. */
 void *bx_mixed_alloc(bx_block_t *b, uint32_t size);
 /* Any thread: frees the object at p, its start or the address an aligned allocation handed
  * out inside it (the lookup and the free under one lock); the objects left in the block.

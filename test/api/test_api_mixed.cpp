@@ -98,6 +98,20 @@ size_t in_small_blocks(const Shape &s) {
 
 bool skip() { return foreign_allowed() || checked_mode() || !bobox_ctl_ptr(); }
 
+// `count` objects of size_of(i) bytes into `out`, the first `touch` bytes of each written with
+// `tag`, and a sleep of pause_ms(i) ms after each (0: none); exits with `code` if one fails.
+template <class SizeOf, class PauseMs>
+void allocate_into(std::vector<void *> &out, unsigned count, SizeOf size_of, size_t touch, int tag, PauseMs pause_ms,
+                   int code) {
+    for (unsigned i = 0; i < count; i++) {
+        void *p = a_malloc(size_of(i));
+        need(p != nullptr, code);
+        memset(p, tag, touch);
+        out.push_back(p);
+        if (unsigned ms = pause_ms(i)) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+}
+
 } // namespace
 
 TEST_CASE("larger sizes fill the gaps of a size gone idle; every object keeps its bytes", "[api][mixed]") {
@@ -167,22 +181,14 @@ TEST_CASE("growth in sizes under 512 B mixes no block: they could not use the ga
         // mixes, and past a decay tick.
         std::vector<void *> grown;
         grown.reserve(24 * 4096 + 8192); // one mapping, not a vector grown through the sizes
-        for (unsigned i = 0; i < 24 * 4096; i++) {
-            void *p = a_malloc(128 + (i * 2654435761u) % 369);
-            need(p != nullptr, 3);
-            memset(p, 1, 128);
-            grown.push_back(p);
-            if (i % 8192 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(i % 32768 ? 30 : 300));
-        }
+        allocate_into(
+            grown, 24 * 4096, [](unsigned i) { return 128 + (i * 2654435761u) % 369; }, 128, 1,
+            [](unsigned i) { return i % 8192 ? 0u : i % 32768 ? 30u : 300u; }, 3);
         need(ctl_size("bobox.stats.mixed_blocks") == blocks_before, 4);
         // Then a size that can use them: blocks mix.
-        for (unsigned i = 0; i < 8192; i++) {
-            void *p = a_malloc(1024 + i % 3073);
-            need(p != nullptr, 5);
-            memset(p, 2, 1024);
-            grown.push_back(p);
-            if (i % 2048 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
-        }
+        allocate_into(
+            grown, 8192, [](unsigned i) { return 1024 + i % 3073; }, 1024, 2,
+            [](unsigned i) { return i % 2048 ? 0u : 30u; }, 5);
         need(ctl_size("bobox.stats.mixed_blocks") > blocks_before, 6);
         for (void *p : grown) a_free(p);
         for (const Piece &o : s.survivors) a_free(o.p);
