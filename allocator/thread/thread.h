@@ -4,8 +4,8 @@
  * A thread starts without a heap of its own: it allocates from the heap its CPU shares with
  * other threads, under that heap's lock, and frees an object of a shared heap under the
  * object's heap's lock. Once it makes BX_BUSY_OPS mallocs and frees within
- * BX_BUSY_WINDOW_MS (base/bounds.h), it gets a heap of its own, where its malloc and free
- * take no lock and no atomic operation. So a thread that holds a few objects costs no
+ * BX_BUSY_WINDOW_MS (base/bounds.h), it takes its CPU's shared heap for its own (a new one
+ * serves the others), where its malloc and free take no lock and no atomic operation. So a thread that holds a few objects costs no
  * block per size and no superblock; a thread past its own teardown uses the shared heaps
  * too.
  *

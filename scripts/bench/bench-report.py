@@ -264,7 +264,7 @@ def memory_table(allocs, data):
 def memory_plot(rss_dir, allocs, png):
     """One panel per memory shape: resident memory over time, a line per allocator (run 1)."""
     shapes = [w for w in ("memthreads", "memshape", "memchurn")
-              if any(os.path.exists(os.path.join(rss_dir, "%s-%s.tsv" % (w, a))) for a in allocs)]
+              if any(os.path.exists(os.path.join(rss_dir, "%s-%s.tsv" % (w, os.path.basename(a)))) for a in allocs)]
     if not shapes:
         return "no RSS samples in %s: no memory plot" % rss_dir
     if not shutil.which("gnuplot"):
@@ -278,7 +278,7 @@ def memory_plot(rss_dir, allocs, png):
     for w in shapes:
         plots = []
         for a in allocs:
-            f = os.path.join(rss_dir, "%s-%s.tsv" % (w, a))
+            f = os.path.join(rss_dir, "%s-%s.tsv" % (w, os.path.basename(a)))
             if os.path.exists(f) and os.path.getsize(f):
                 plots.append("'%s' using 1:($2/1024) with lines lw %d lc rgb '%s' title '%s'" % (
                     f, 3 if a == "bobox" else 1, COLORS.get(a, "#777777"), a))

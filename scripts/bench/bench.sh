@@ -210,7 +210,8 @@ for run in $(seq 1 "$RUNS"); do
       [ -n "$ALLOC_ENV" ] && opts+=(-e "$ALLOC_ENV")
       [ -n "$ENVX" ] && opts+=(-e "$ENVX")
       if [ -n "$RIN" ]; then opts+=(-i "$RIN" -o /dev/null); fi
-      case " $MEM " in *" $w "*) [ "$run" = 1 ] && opts+=(-s "$RSSDIR/$w-$a.tsv") ;; esac
+      # An allocator given as a path (--alloc /x/y.so) is named by its file.
+      case " $MEM " in *" $w "*) [ "$run" = 1 ] && opts+=(-s "$RSSDIR/$w-${a##*/}.tsv") ;; esac
       echo "### run=$run workload=$w alloc=$a" >> "$LOG"
       out=$("$B/bench-run" "${opts[@]}" -- "${CMD[@]}" 2>>"$LOG")
       echo "$out" >> "$LOG"

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <mutex>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string>
 #include <sys/wait.h>
@@ -1140,6 +1141,43 @@ TEST_CASE("a thread's first objects, from its CPU's shared heap, are foreign onc
     size_t foreign = after.remote_frees - before.remote_frees;
     INFO("frees of another heap's objects in " << kOps << " frees: " << foreign);
     REQUIRE(foreign <= 2 * 1024);
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("a thread that proves busy takes its CPU's shared heap: the objects it had are its own", "[api][threads][remote]") {
+    // Before it proves busy a thread allocates from its CPU's shared heap. Busy, it takes that
+    // heap for its own (a new one serves the others), so its first objects and their blocks
+    // are its own: freed, they are not another heap's, and no second block of each size
+    // stands beside the shared heap's. The thread stays on one CPU: one shared heap.
+    get_stats_fn stats = get_stats_ptr();
+    if (!stats) {
+        if (!foreign_allowed()) FAIL("bobox_get_stats missing");
+        return;
+    }
+    if (checked_mode()) return; // every thread has its own heap from its first call
+    constexpr size_t kSize = 1000;
+    constexpr int kFirst = 200, kBusyOps = 4000;
+    struct bobox_stats before {}, after {};
+    uint64_t bad = 0;
+    std::thread([&] {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(sched_getcpu(), &one);
+        REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+        std::vector<unsigned char *> first(kFirst);
+        for (int i = 0; i < kFirst; i++) memset(first[i] = static_cast<unsigned char *>(a_malloc(kSize)), i & 0xff, kSize);
+        for (int i = 0; i < kBusyOps; i++) a_free(a_malloc(48)); // proves busy (1,024 calls in 100 ms)
+        stats(&before);
+        for (int i = 0; i < kFirst; i++) {
+            bad += first[i][0] != (i & 0xff) || first[i][kSize - 1] != (i & 0xff);
+            a_free(first[i]);
+        }
+        stats(&after);
+    }).join();
+    REQUIRE(bad == 0);
+    INFO("frees of another heap's objects among the thread's first " << kFirst << ": "
+                                                                      << after.remote_frees - before.remote_frees);
+    REQUIRE(after.remote_frees == before.remote_frees);
 }
 
 // ---------------------------------------------------------------------------------------------
