@@ -81,7 +81,7 @@ void bx_free_resolved(bx_lookup_t *r) {
         bx_heap_t *owner = r->block->heap;
         /* Counted first: the heap a thread gets once busy may be the owner (adopted). The
          * block is mixed by its owner only (asked after it may have become ours). */
-        if (!h) h = bx_thread_count_op();
+        if (!h) h = bx_thread_count_op(owner);
         if (BX_UNLIKELY(bx_block_is_mixed(r->block))) {
             bx_heap_free_mixed(h, r->block, r->object);
             break;
@@ -106,7 +106,7 @@ void bx_free_resolved(bx_lookup_t *r) {
     }
     case BX_TAG_MEDIUM: {
         bx_heap_t *owner = r->sb->heap;
-        if (!h) h = bx_thread_count_op();
+        if (!h) h = bx_thread_count_op(owner);
         if (!bx_sb_take_live(r->sb, r->index, owner == h)) bx_fatal("free(): double free", r->object);
         if (owner == h) {
             bx_heap_free_medium(h, r->sb, r->index);

@@ -21,6 +21,9 @@ static BX_TLS struct {
     uint32_t ops;
     bool counting; /* past its first call: the profiler's countdown is set, adoption was tried */
     uint64_t window_start_ns;
+    /* The exited thread's heap whose objects it freed last, and how many in a row this window. */
+    bx_heap_t *freeing_from;
+    uint32_t frees_from;
 } tls_light;
 static int64_t (*countdown_start)(void);
 void bx_thread_set_countdown_start(int64_t (*fn)(void)) { countdown_start = fn; }
@@ -80,6 +83,18 @@ static void push_abandoned(bx_heap_t *h) {
 
 /* ---- ownerless heaps -------------------------------------------------------------------- */
 
+/* Takes h off the abandoned list, if it is there, into `state`. Called with the registry lock. */
+static bool unlink_abandoned(bx_heap_t *h, int state) {
+    if (h->state != BX_HEAP_ABANDONED) return false;
+    for (bx_heap_t **link = &abandoned; *link; link = &(*link)->next_abandoned)
+        if (*link == h) {
+            *link = h->next_abandoned;
+            bx_heap_set_state(h, state);
+            return true;
+        }
+    return false;
+}
+
 /* Takes an ownerless heap for exclusive use (off the abandoned list, or a shared heap's lock). */
 static bool take_ownerless(bx_heap_t *h, bool wait) {
     if (bx_heap_is_shared(h)) return bx_thread_lock_shared(h, wait);
@@ -87,16 +102,7 @@ static bool take_ownerless(bx_heap_t *h, bool wait) {
         bx_lock(&registry_lock);
     else if (!bx_trylock(&registry_lock))
         return false;
-    bool taken = false;
-    if (h->state == BX_HEAP_ABANDONED) {
-        for (bx_heap_t **link = &abandoned; *link; link = &(*link)->next_abandoned)
-            if (*link == h) {
-                *link = h->next_abandoned;
-                bx_heap_set_state(h, BX_HEAP_RECLAIMING);
-                taken = true;
-                break;
-            }
-    }
+    bool taken = unlink_abandoned(h, BX_HEAP_RECLAIMING);
     bx_unlock(&registry_lock);
     return taken;
 }
@@ -195,6 +201,22 @@ static bool proven_busy(void) {
     return bx_now_ns() - tls_light.window_start_ns < BX_BUSY_WINDOW_MS * (uint64_t)1000000;
 }
 
+/* The exited thread's heap a thread that proves busy has mostly been freeing objects of:
+ * it works on that thread's objects (a main thread freeing its workers' results), which
+ * then come back to it as its own frees, not as a stream of remote frees to a heap nobody
+ * drains but their sender (each pile of it a full release: powerlaw's end, 314 of them). */
+static bx_heap_t *adopt_freed_from(void) {
+    bx_heap_t *h = tls_light.freeing_from;
+    bool mostly = tls_light.frees_from >= BX_BUSY_OPS / 2;
+    tls_light.freeing_from = NULL;
+    tls_light.frees_from = 0;
+    if (!mostly || h->node != bx_node_current()) return NULL;
+    bx_lock(&registry_lock);
+    bool taken = unlink_abandoned(h, BX_HEAP_LIVE);
+    bx_unlock(&registry_lock);
+    return taken ? restart(h) : NULL;
+}
+
 bx_heap_t *bx_thread_heap_slow(void) {
     /* Checked mode gives every thread a heap at once: its registry and checks follow owners. */
     return bx_options.check ? bx_thread_acquire() : NULL;
@@ -214,7 +236,7 @@ static bx_heap_t *install(bx_heap_t *h) {
     return h;
 }
 
-bx_heap_t *bx_thread_count_op(void) {
+bx_heap_t *bx_thread_count_op(bx_heap_t *freed_from) {
     /* A thread's first call: a heap an exited thread left on this node with objects still
      * live is most likely its predecessor's, whose work (and objects) it takes over. Taken
      * at once, it costs no memory not already held, the thread's frees of those objects are
@@ -229,7 +251,17 @@ bx_heap_t *bx_thread_count_op(void) {
         if (h) return install(h);
         bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
     }
-    return proven_busy() ? bx_thread_acquire() : NULL;
+    if (freed_from && freed_from->state == BX_HEAP_ABANDONED) {
+        if (freed_from != tls_light.freeing_from) tls_light.frees_from = 0;
+        tls_light.freeing_from = freed_from;
+        tls_light.frees_from++;
+    }
+    if (!proven_busy()) {
+        if (tls_light.ops == 0) tls_light.frees_from = 0; /* a window ended */
+        return NULL;
+    }
+    bx_heap_t *h = adopt_freed_from();
+    return h ? install(h) : bx_thread_acquire();
 }
 
 /* The shared heap slot of the CPU the thread runs on (rseq), and that CPU's node. Without
@@ -313,7 +345,7 @@ static bx_heap_t *lock_slot(unsigned i) {
 }
 
 void *bx_thread_alloc_shared(size_t size) {
-    bx_heap_t *h = bx_thread_count_op();
+    bx_heap_t *h = bx_thread_count_op(NULL);
     if (h) return bx_heap_alloc(h, size); /* busy from now on */
     h = shared_heap();
     if (!h) return NULL;

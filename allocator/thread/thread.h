@@ -54,8 +54,9 @@ bx_heap_t *bx_thread_acquire(void);
  * goes through a shared heap). In checked mode every thread has one from its first call. */
 bx_heap_t *bx_thread_heap_slow(void);
 static inline bx_heap_t *bx_thread_heap(void) { return bx_tls_heap ? bx_tls_heap : bx_thread_heap_slow(); }
-/* Counts a malloc or free of a thread without a heap: its own heap once it proves busy. */
-bx_heap_t *bx_thread_count_op(void);
+/* Counts a malloc or free (of an object of `freed_from`'s) of a thread without a heap: its
+ * own heap once it proves busy. */
+bx_heap_t *bx_thread_count_op(bx_heap_t *freed_from);
 /* Takes a shared heap's lock (or tries, without `wait`): the caller is its owner until
  * bx_thread_unlock_shared. False, and nothing taken, for a heap that is not shared. */
 bool bx_thread_lock_shared(bx_heap_t *h, bool wait);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <pthread.h>
 #include <sched.h>
@@ -1177,6 +1178,74 @@ TEST_CASE("a thread that proves busy takes its CPU's shared heap: the objects it
     REQUIRE(bad == 0);
     INFO("frees of another heap's objects among the thread's first " << kFirst << ": "
                                                                       << after.remote_frees - before.remote_frees);
+    REQUIRE(after.remote_frees == before.remote_frees);
+}
+
+// ---------------------------------------------------------------------------------------------
+TEST_CASE("a thread that proves busy freeing an exited thread's objects takes that thread's heap", "[api][threads][remote]") {
+    // A main thread that frees its workers' results once they have ended: its frees are its
+    // own once it is busy, not a stream of remote frees to a heap nobody drains but them.
+    get_stats_fn stats = get_stats_ptr();
+    if (!stats) {
+        if (!foreign_allowed()) FAIL("bobox_get_stats missing");
+        return;
+    }
+    if (checked_mode()) return; // every thread has its own heap from its first call
+    constexpr int N = 8000;
+    constexpr size_t kSize = 100;
+    std::vector<unsigned char *> objs(N);
+    struct bobox_stats before {}, after {};
+    uint64_t bad = 0;
+    // The freer must start without a heap. A thread's first call adopts a heap an earlier
+    // test left with live objects: such threads hold theirs, parked, until the end.
+    struct role {
+        std::atomic<int> started{0}, is{0}; // is: 1 holder, 2 freer
+    };
+    std::atomic<bool> worker_done{false}, release{false};
+    std::vector<std::unique_ptr<role>> roles;
+    std::vector<std::thread> threads;
+    bool have_freer = false;
+    for (int tries = 0; tries < 64 && !have_freer; tries++) {
+        struct bobox_stats s0 {}, s1 {};
+        stats(&s0);
+        roles.emplace_back(new role);
+        role *r = roles.back().get();
+        threads.emplace_back([&, r] {
+            a_free(a_malloc(1)); // its first call
+            r->started = 1;
+            while (!r->is) std::this_thread::yield();
+            if (r->is == 1) {
+                while (!release) std::this_thread::yield();
+                return;
+            }
+            while (!worker_done) std::this_thread::yield();
+            a_free(a_malloc(1)); // its CPU has a shared heap it could take instead
+            for (int i = 0; i < N / 2; i++) { // proves busy on these
+                bad += objs[i][0] != (i & 0xff) || objs[i][kSize - 1] != (i & 0xff);
+                a_free(objs[i]);
+            }
+            stats(&before);
+            for (int i = N / 2; i < N; i++) {
+                bad += objs[i][0] != (i & 0xff) || objs[i][kSize - 1] != (i & 0xff);
+                a_free(objs[i]);
+            }
+            stats(&after);
+        });
+        while (!r->started) std::this_thread::yield();
+        stats(&s1);
+        have_freer = s1.heaps_live == s0.heaps_live;
+        r->is = have_freer ? 2 : 1;
+    }
+    REQUIRE(have_freer);
+    std::thread([&] { a_own_heap();
+        for (int i = 0; i < N; i++) memset(objs[i] = static_cast<unsigned char *>(a_malloc(kSize)), i & 0xff, kSize);
+    }).join();
+    worker_done = true;
+    threads.back().join();
+    release = true;
+    for (size_t i = 0; i + 1 < threads.size(); i++) threads[i].join();
+    REQUIRE(bad == 0);
+    INFO("frees of another heap's objects among the last " << N / 2 << ": " << after.remote_frees - before.remote_frees);
     REQUIRE(after.remote_frees == before.remote_frees);
 }
 
