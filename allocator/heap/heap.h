@@ -65,6 +65,7 @@ typedef struct bx_heap {
     /* A shared heap: its mallocs (under its lock); the count and the time the reclaimer last
      * saw it change (thread/reclaimer.c). */
     uint64_t shared_allocs, shared_allocs_seen, shared_idle_since_ns;
+    uint64_t shared_released_at; /* its frees when it was last given back, plus 1 (reclaimer.c) */
     bx_outbox_t outbox;
     /* Written by other threads: kept off the owner's cache lines. */
     bx_remote_t remote;

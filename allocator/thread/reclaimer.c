@@ -22,12 +22,22 @@ void bx_reclaimer_set_pass_hook(void (*fn)(void)) { pass_hook = fn; }
  * as a thread's heap does when its thread exits: the threads that used it may all have
  * ended. Every shared heap ticks when its tick is due, so that the sizes of ended threads
  * go back even while a thread still allocates other sizes. Skipped while a thread holds it. */
+/* What an idle shared heap's frees change: once it is given back, it is given back again
+ * only after frees. */
+static uint64_t frees_signature(const bx_heap_t *h) {
+    uint64_t sig = h->counters.medium_live_bytes;
+    for (unsigned i = 0; i < BX_SMALL_BINS; i++) sig += bx_bin_frees(&h->small[i]);
+    return sig;
+}
+
 static void reclaim_shared(bx_heap_t *h, uint64_t now) {
     if (!bx_thread_lock_shared(h, false)) return;
+    if (bx_heap_remote_pending(h)) bx_heap_drain(h);
     if (h->shared_allocs != h->shared_allocs_seen) {
         h->shared_allocs_seen = h->shared_allocs;
         h->shared_idle_since_ns = now;
-    } else if (now - h->shared_idle_since_ns >= bx_options.decay_ms * (uint64_t)1000000) {
+    } else if (now - h->shared_idle_since_ns >= bx_options.decay_ms * (uint64_t)1000000 &&
+               frees_signature(h) + 1 != h->shared_released_at) {
         /* No thread allocated there for a delay: as malloc_trim would, its free blocks'
          * pages go back too, in superblocks a few live objects keep (1,000 threads that
          * ended: 7 to 45 MB left 3 s later, by how many such superblocks the main thread's
@@ -35,6 +45,7 @@ static void reclaim_shared(bx_heap_t *h, uint64_t now) {
         bx_node_giving_idle = true;
         bx_retention_release_heap(h, BX_RELEASE_TRIM);
         bx_node_giving_idle = false;
+        h->shared_released_at = frees_signature(h) + 1; /* 0: never */
     }
     bx_heap_tick(h); /* if due: sizes no thread allocated for a delay give back their blocks */
     bx_retention_reclaim_idle(h);
