@@ -263,6 +263,14 @@ void bx_bin_empty_front(bx_bin_t *b) {
 
 void *bx_bin_carve(void *bin) {
     bx_bin_t *b = bin;
+    if (BX_UNLIKELY(bx_bin_has_uncounted_kept(b))) {
+        /* Objects other threads freed here come before fresh pages: the top chain gets back
+         * the object it counted, and the kept ones go on top of it. */
+        b->chains.top.count++;
+        b->taken--;
+        bx_bin_take_kept(b);
+        return bx_bin_alloc_top(b);
+    }
     bx_block_t *blk = b->chains.top.block;
     uint32_t extra = bx_front_n(&b->front) == 0 ? b->chains.top.count : 0; /* the chain counts fresh slots only */
     /* Half the array: the frees that follow have room in it too. */

@@ -59,7 +59,8 @@ void bx_bin_release_kept(bx_bin_t *b);
 static inline bool bx_bin_keep_foreign(bx_bin_t *b, bx_block_t *blk, void *obj) {
     bx_block_t *keep = b->keep;
     /* Off the top chain it is counted by none (starting one per object would churn the
-     * stack): a malloc takes them all at once when the bin's chains run out. */
+     * stack): a malloc takes them all at once when the bin's chains run out or would cut
+     * fresh slots (bx_bin_carve). */
     bool on_top = b->chains.top.block == keep;
     if (BX_UNLIKELY(!on_top && !bx_keep_room(b->keeper))) return false;
     bx_block_push_keyed(keep, obj, bx_block_key(blk));
