@@ -18,10 +18,6 @@ static atomic_int state;
 static void (*pass_hook)(void);
 void bx_reclaimer_set_pass_hook(void (*fn)(void)) { pass_hook = fn; }
 
-/* A shared heap no thread has allocated from for a decay delay gives back everything free,
- * as a thread's heap does when its thread exits: the threads that used it may all have
- * ended. Every shared heap ticks when its tick is due, so that the sizes of ended threads
- * go back even while a thread still allocates other sizes. Skipped while a thread holds it. */
 /* What an idle shared heap's frees change: once it is given back, it is given back again
  * only after frees. */
 static uint64_t frees_signature(const bx_heap_t *h) {
@@ -30,6 +26,10 @@ static uint64_t frees_signature(const bx_heap_t *h) {
     return sig;
 }
 
+/* A shared heap no thread has allocated from for a decay delay gives back everything free,
+ * as a thread's heap does when its thread exits: the threads that used it may all have
+ * ended. Every shared heap ticks when its tick is due, so that the sizes of ended threads
+ * go back even while a thread still allocates other sizes. Skipped while a thread holds it. */
 static void reclaim_shared(bx_heap_t *h, uint64_t now) {
     if (!bx_thread_lock_shared(h, false)) return;
     if (bx_heap_remote_pending(h)) bx_heap_drain(h);
