@@ -62,10 +62,12 @@ typedef struct bx_heap {
     bool keeps_closed;                    /* the keeps held too much: none takes more (bounds.h) */
     uint32_t mixable_growth;              /* since the last tick: blocks taken by sizes mixed
                                            * blocks serve (BX_MIX_GROWTH_BLOCKS) */
-    /* A shared heap: its mallocs (under its lock); the count and the time the reclaimer last
-     * saw it change (thread/reclaimer.c). */
-    uint64_t shared_allocs, shared_allocs_seen, shared_idle_since_ns;
-    uint64_t shared_released_at; /* its frees when it was last given back, plus 1 (reclaimer.c) */
+    /* A shared heap: its mallocs (under its lock) and the count the reclaimer last saw. */
+    uint64_t shared_allocs, shared_allocs_seen;
+    /* Ownerless: since when no thread allocated there (a shared heap: when the reclaimer saw
+     * the count change; an abandoned one: its thread's exit), and its frees when it was last
+     * given back, plus 1 (thread/reclaimer.c). */
+    uint64_t idle_since_ns, released_at;
     bx_outbox_t outbox;
     /* Written by other threads: kept off the owner's cache lines. */
     bx_remote_t remote;

@@ -6,7 +6,9 @@
  *   TICK         once per decay delay on the owner's slow paths: kept objects of sizes the
  *                thread stopped allocating, block caches unused since the last tick, and the
  *                node and large caches' memory idle past the delay
- *   THREAD_EXIT  a thread exits: everything free in its heap (the heap waits for adoption)
+ *   THREAD_EXIT  a thread exits: everything free in its heap goes back into its blocks and
+ *                superblocks, pages kept (the heap waits for adoption; the reclaimer gives
+ *                the pages back once it waited a decay delay, thread/reclaimer.c)
  *   TRIM         malloc_trim: everything free in every heap (a live thread other than the
  *                caller releases at its next malloc) and every cache
  *   OOM          a mapping failed: as TRIM for the caller, then the allocation is retried */

@@ -129,26 +129,26 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
     bx_unlock(&bc->lock);
 }
 
-static void flush(bx_blockcache_t *bc) {
+static void flush(bx_blockcache_t *bc, bool give_pages) {
     while (bc->head) {
         char *block = pop_head(bc);
         bx_superblock_t *sb = cached_sb(block);
         sb->cached--;
-        /* A block going back to a superblock that stays in use gives back its pages, all but
-         * the one that will hold its link on the superblock's free list: a flush is the decay
-         * of an idle cache, a thread's exit or a trim, and the superblock may stay in use long
-         * after (one object of a thread that ended keeps it). One that empties goes to its
-         * node, which may hand it to another thread at once: decided before, not read after. */
-        if (sb->used > 1) bx_os_purge(block + 2 * sizeof(void *), bc->alloc.block_size - 2 * sizeof(void *));
+        /* A block going back to a superblock that stays in use gives back its pages (if
+         * asked), all but the one that will hold its link on the superblock's free list: the
+         * flush of an idle cache or a trim, and the superblock may stay in use long after
+         * (one object of a thread that ended keeps it). One that empties goes to its node,
+         * which may hand it to another thread at once: decided before, not read after. */
+        if (give_pages && sb->used > 1) bx_os_purge(block + 2 * sizeof(void *), bc->alloc.block_size - 2 * sizeof(void *));
         bx_blockalloc_free(&bc->alloc, sb, block);
     }
     bc->count = bc->represented = 0;
     bc->last_given = NULL;
 }
 
-void bx_blockcache_flush(bx_blockcache_t *bc) {
+void bx_blockcache_flush(bx_blockcache_t *bc, bool give_pages) {
     bx_lock(&bc->lock);
-    flush(bc);
+    flush(bc, give_pages);
     bx_unlock(&bc->lock);
 }
 
@@ -161,14 +161,14 @@ size_t bx_blockcache_discard_free(bx_blockcache_t *bc) {
 
 void bx_blockcache_decay(bx_blockcache_t *bc) {
     bx_lock(&bc->lock);
-    if (!(bc->active & ACTIVE_TICK)) flush(bc);
+    if (!(bc->active & ACTIVE_TICK)) flush(bc, true);
     bc->active &= (uint8_t)~ACTIVE_TICK;
     bx_unlock(&bc->lock);
 }
 
 void bx_blockcache_reclaim(bx_blockcache_t *bc) {
     if (!bx_trylock(&bc->lock)) return;
-    if (!(bc->active & ACTIVE_PASS)) flush(bc);
+    if (!(bc->active & ACTIVE_PASS)) flush(bc, true);
     bc->active &= (uint8_t)~ACTIVE_PASS;
     bx_unlock(&bc->lock);
 }

@@ -43,8 +43,9 @@ void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out);
 bool bx_blockcache_would_grow(bx_blockcache_t *bc);
 /* Takes back a block of superblock sb. */
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
-/* Returns every cached block to the block allocator. */
-void bx_blockcache_flush(bx_blockcache_t *bc);
+/* Returns every cached block to the block allocator; with give_pages, the pages of those
+ * whose superblock stays in use go back to the OS. */
+void bx_blockcache_flush(bx_blockcache_t *bc, bool give_pages);
 /* malloc_trim: bx_blockalloc_discard_free under the cache's lock (the reclaimer's pass moves
  * blocks into the allocator meanwhile); the bytes given back. Never with the lock held. */
 size_t bx_blockcache_discard_free(bx_blockcache_t *bc);

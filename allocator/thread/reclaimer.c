@@ -26,38 +26,45 @@ static uint64_t frees_signature(const bx_heap_t *h) {
     return sig;
 }
 
-/* A shared heap no thread has allocated from for a decay delay gives back everything free,
- * as a thread's heap does when its thread exits: the threads that used it may all have
- * ended. Every shared heap ticks when its tick is due, so that the sizes of ended threads
- * go back even while a thread still allocates other sizes. Skipped while a thread holds it. */
+/* An ownerless heap no thread allocated from for a decay delay gives back everything free,
+ * as malloc_trim would: its free blocks' pages too, in superblocks a few live objects keep
+ * (1,000 threads that ended: 7 to 45 MB left 3 s later, by how many such superblocks the
+ * main thread's objects and the threads' last ones kept). Once, and again only after frees. */
+static void release_if_idle(bx_heap_t *h, uint64_t now) {
+    if (now - h->idle_since_ns < bx_options.decay_ms * (uint64_t)1000000 || frees_signature(h) + 1 == h->released_at)
+        return;
+    bx_node_giving_idle = true;
+    bx_retention_release_heap(h, BX_RELEASE_TRIM);
+    bx_node_giving_idle = false;
+    h->released_at = frees_signature(h) + 1; /* 0: never */
+}
+
+/* A shared heap: the threads that used it may all have ended. Every shared heap ticks when
+ * its tick is due, so that the sizes of ended threads go back even while a thread still
+ * allocates other sizes. Skipped while a thread holds it. */
 static void reclaim_shared(bx_heap_t *h, uint64_t now) {
     if (!bx_thread_lock_shared(h, false)) return;
     if (bx_heap_remote_pending(h)) bx_heap_drain(h);
     if (h->shared_allocs != h->shared_allocs_seen) {
         h->shared_allocs_seen = h->shared_allocs;
-        h->shared_idle_since_ns = now;
-    } else if (now - h->shared_idle_since_ns >= bx_options.decay_ms * (uint64_t)1000000 &&
-               frees_signature(h) + 1 != h->shared_released_at) {
-        /* No thread allocated there for a delay: as malloc_trim would, its free blocks'
-         * pages go back too, in superblocks a few live objects keep (1,000 threads that
-         * ended: 7 to 45 MB left 3 s later, by how many such superblocks the main thread's
-         * objects and the threads' last ones kept). */
-        bx_node_giving_idle = true;
-        bx_retention_release_heap(h, BX_RELEASE_TRIM);
-        bx_node_giving_idle = false;
-        h->shared_released_at = frees_signature(h) + 1; /* 0: never */
+        h->idle_since_ns = now;
+    } else {
+        release_if_idle(h, now);
     }
     bx_heap_tick(h); /* if due: sizes no thread allocated for a delay give back their blocks */
     bx_retention_reclaim_idle(h);
     bx_thread_unlock_shared(h);
 }
 
+/* Called with the registry lock held: no thread can adopt an abandoned heap meanwhile. */
 static void reclaim_heap(bx_heap_t *h, void *arg) {
+    uint64_t now = *(const uint64_t *)arg;
     int s = atomic_load_explicit(&h->state, memory_order_relaxed);
+    if (s == BX_HEAP_ABANDONED) release_if_idle(h, now);
     if (s == BX_HEAP_LIVE || s == BX_HEAP_ABANDONED)
         bx_retention_reclaim_idle(h);
     else if (s == BX_HEAP_SHARED)
-        reclaim_shared(h, *(const uint64_t *)arg);
+        reclaim_shared(h, now);
 }
 
 /* Whether this is the process's last thread: num_threads, the 20th field of /proc/self/stat
@@ -100,11 +107,19 @@ BX_API void *bobox_reclaimer(void *arg) {
     return NULL;
 }
 
-/* On the owner's tick: starts the reclaimer once the process is big enough to need it. */
+static atomic_bool pages_left;
+void bx_reclaimer_pages_left(void) { atomic_store_explicit(&pages_left, true, memory_order_relaxed); }
+
+/* On the owner's tick: starts the reclaimer once the process is big enough to need it, or
+ * once an exited thread left pages for it to give back. */
 static void maybe_start(void) {
+    int big = __atomic_load_n(&bx_os_big, __ATOMIC_RELAXED);
+    /* Seen: every slow path stops ticking for it (bx_heap_tick_wanted), also when the
+     * reclaimer runs already (it started small: `handoff` ticked at every slow path, 30x the
+     * time). */
+    if (BX_UNLIKELY(big == BX_OS_BECAME_BIG)) __atomic_store_n(&bx_os_big, BX_OS_BIG, __ATOMIC_RELAXED);
     if (BX_LIKELY(atomic_load_explicit(&state, memory_order_relaxed) != NOT_STARTED)) return;
-    if (__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) == BX_OS_SMALL && !pass_hook) return;
-    if (__atomic_load_n(&bx_os_big, __ATOMIC_RELAXED) != BX_OS_SMALL) __atomic_store_n(&bx_os_big, BX_OS_BIG, __ATOMIC_RELAXED);
+    if (big == BX_OS_SMALL && !pass_hook && !atomic_load_explicit(&pages_left, memory_order_relaxed)) return;
     if (!bx_options.decay_ms && !pass_hook) return; /* every tick gives everything back already */
     int expected = NOT_STARTED;
     if (!atomic_compare_exchange_strong(&state, &expected, STARTING)) return;

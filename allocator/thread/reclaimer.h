@@ -6,7 +6,8 @@
  * returns what sat idle: the node and large caches past the delay, and the block caches of
  * every heap that took no block from them since its previous pass (each under that cache's
  * lock, which its owner takes uncontended otherwise). It starts only once the process has
- * mapped BX_OS_BIG_BYTES (a small program never gets one), is not one of the
+ * mapped BX_OS_BIG_BYTES or a thread's exit left pages (bx_reclaimer_pages_left): a small
+ * program whose threads never end never gets one. It is not one of the
  * program's threads for the pinning shim, blocks every signal, starts again in a forked child
  * that needs it, and never keeps a process alive (detached: exit ends it). */
 #ifndef BX_RECLAIMER_H
@@ -15,6 +16,9 @@
 #include "base/common.h"
 
 void bx_reclaimer_init(void);
+/* A thread's exit kept its heap's free pages for the next thread (heap/retention.h): the
+ * reclaimer starts at the next tick, to give them back if none comes. */
+void bx_reclaimer_pages_left(void);
 /* Runs on the reclaimer's thread after each pass (the live statistics, tools/live.c); with
  * one registered, the reclaimer starts at the first tick, however small the process. */
 void bx_reclaimer_set_pass_hook(void (*fn)(void));

@@ -1277,6 +1277,63 @@ TEST_CASE("a thread takes over, at its first call, the heap an exited thread lef
 }
 
 // ---------------------------------------------------------------------------------------------
+TEST_CASE("a thread whose first call frees an exited thread's object takes that thread's heap, not the newest", "[api][threads][remote]") {
+    // Two lineages of threads that hand their work on (server thread replacement): a
+    // successor whose predecessor ended before another lineage's thread did took that one's
+    // heap (the newest with live objects), and every free of its own work was another
+    // heap's (`handoff`: 3.4 M of 15 M frees).
+    get_stats_fn stats = get_stats_ptr();
+    if (!stats) {
+        if (!foreign_allowed()) FAIL("bobox_get_stats missing");
+        return;
+    }
+    if (checked_mode()) return; // every thread has a heap at once
+    constexpr int N = 1000; // fewer calls than make a thread busy
+    constexpr size_t kSize = 100;
+    std::vector<unsigned char *> mine(N), others(N);
+    struct bobox_stats before {}, after {};
+    // Both alive at once (each a heap of its own), then ended in turn: the other's is the
+    // newest abandoned heap with live objects.
+    std::atomic<int> filled{0}, may_end{0};
+    auto fill = [&](std::vector<unsigned char *> *objs, int order) {
+        return std::thread([&, objs, order] { a_own_heap();
+            for (int i = 0; i < N; i++) memset((*objs)[i] = static_cast<unsigned char *>(a_malloc(kSize)), i & 0xff, kSize);
+            filled++;
+            while (may_end < order) std::this_thread::yield();
+        });
+    };
+    std::thread first = fill(&mine, 1), second = fill(&others, 2);
+    while (filled < 2) std::this_thread::yield();
+    may_end = 1;
+    first.join();
+    may_end = 2;
+    second.join();
+    struct successor {
+        std::vector<unsigned char *> *objs;
+        uint64_t bad;
+        static void *run(void *arg) { // a pthread: std::thread's first call frees its state
+            auto *s = static_cast<successor *>(arg);
+            for (int i = 0; i < N; i++) {
+                s->bad += (*s->objs)[i][0] != (i & 0xff) || (*s->objs)[i][kSize - 1] != (i & 0xff);
+                a_free((*s->objs)[i]);
+            }
+            return nullptr;
+        }
+    } succ{&mine, 0};
+    stats(&before);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, nullptr, successor::run, &succ) == 0);
+    pthread_join(t, nullptr);
+    stats(&after);
+    std::thread([&] { // the other lineage's successor
+        for (int i = 0; i < N; i++) a_free(others[i]);
+    }).join();
+    REQUIRE(succ.bad == 0);
+    INFO("frees of another heap's objects among the successor's " << N << ": " << after.remote_frees - before.remote_frees);
+    REQUIRE(after.remote_frees == before.remote_frees);
+}
+
+// ---------------------------------------------------------------------------------------------
 TEST_CASE("an object freed by another thread comes back to that thread's mallocs before new memory", "[api][threads][remote]") {
     // The freeing thread keeps other heaps' objects of sizes it allocates itself (they are
     // in its cache) and hands them out once the objects its bin had on hand run out: within

@@ -45,7 +45,7 @@ struct BinFixture {
     void free_direct(void *p) { bx_bin_free_direct(&bin, bx_block_of(p), p); }
     ~BinFixture() {
         bx_bin_flush(&bin);
-        bx_blockcache_flush(&cache);
+        bx_blockcache_flush(&cache, true);
         bx_blockalloc_destroy(&cache.alloc);
     }
 };
@@ -95,7 +95,7 @@ TEST_CASE("bin: random operations keep objects distinct and structures consisten
         bx_bin_flush(&f.bin);
         // Every block was entirely free, so every one went back to the block cache.
         for (unsigned l = BX_LIST_FULL; l < BX_LIST_COUNT; l++) REQUIRE(f.bin.lists[bx_bin_list_slot(l)] == nullptr);
-        bx_blockcache_flush(&f.cache);
+        bx_blockcache_flush(&f.cache, true);
         REQUIRE(f.cache.alloc.superblocks == 0);
         // Not equal: the reclaimer may hand back another heap's superblock meanwhile.
         REQUIRE(bx_node_superblocks_in_use() <= in_use_superblocks_before);
@@ -230,7 +230,7 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     }
     bx_bin_flush(&b16);
     bx_bin_flush(&b64);
-    bx_blockcache_flush(&cache);
+    bx_blockcache_flush(&cache, true);
     REQUIRE(cache.alloc.superblocks == 0);
     bx_blockalloc_destroy(&cache.alloc);
 }

@@ -186,7 +186,7 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
         REQUIRE(bc.alloc.superblocks <= bound); // no new superblock
         bx_blockcache_free(&bc, sb_of(last), last);
         bx_blockcache_free(&bc, sb_of(before), before);
-        bx_blockcache_flush(&bc);
+        bx_blockcache_flush(&bc, true);
         REQUIRE(bc.alloc.superblocks == 0);
         bx_blockalloc_destroy(&bc.alloc);
     }
@@ -210,7 +210,7 @@ TEST_CASE("cached medium blocks: a block freed and allocated in turn alternates 
     REQUIRE(seen.size() == 2); // two blocks take turns: no fresh block after the first
     bx_blockcache_free(&bc, sb_of(prev), prev);
     bx_blockcache_free(&bc, sb_of(keep), keep);
-    bx_blockcache_flush(&bc);
+    bx_blockcache_flush(&bc, true);
     REQUIRE(bc.alloc.superblocks == 0);
     bx_blockalloc_destroy(&bc.alloc);
 }
@@ -237,6 +237,6 @@ TEST_CASE("cached block allocator: a decay tick flushes only a cache nothing was
     bx_blockcache_free(&bc, sb_of(p), p);
     bx_blockcache_decay(&bc);
     REQUIRE(bc.count == 1);
-    bx_blockcache_flush(&bc);
+    bx_blockcache_flush(&bc, true);
     bx_blockalloc_destroy(&bc.alloc);
 }
