@@ -17,7 +17,7 @@
 
 void bx_reclaimer_init(void);
 /* A thread's exit kept its heap's free pages for the next thread (heap/retention.h): the
- * reclaimer starts at the next tick, to give them back if none comes. */
+ * reclaimer starts now, from the exiting thread, to give them back if none comes. */
 void bx_reclaimer_pages_left(void);
 /* Runs on the reclaimer's thread after each pass (the live statistics, tools/live.c); with
  * one registered, the reclaimer starts at the first tick, however small the process. */
