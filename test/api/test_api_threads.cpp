@@ -1105,18 +1105,23 @@ TEST_CASE("a thread keeps no objects of a size it never allocated: they go home 
     if (!foreign_allowed() && !checked_mode()) REQUIRE(reused >= N * 3 / 4);
 }
 
+// bobox's statistics for a test of which heap a thread gets, or nullptr where it does not
+// apply: another allocator that the run allows, or checked mode (every thread has a heap of
+// its own from its first call).
+static get_stats_fn heap_stats_or_skip() {
+    get_stats_fn stats = get_stats_ptr();
+    if (!stats && !foreign_allowed()) FAIL("bobox_get_stats missing");
+    return stats && !checked_mode() ? stats : nullptr;
+}
+
 // ---------------------------------------------------------------------------------------------
 TEST_CASE("a thread's first objects, from its CPU's shared heap, are foreign once, not forever", "[api][threads][remote]") {
     // A thread allocates from its CPU's shared heap until it proves busy (1,024 calls), then
     // from its own. The objects it had before are the shared heap's: freed, they go home. Kept
     // for its own mallocs instead, they were handed out and freed as foreign again and again:
     // in a queue of 4,096 objects, a quarter of all frees, for as long as the thread ran.
-    get_stats_fn stats = get_stats_ptr();
-    if (!stats) {
-        if (!foreign_allowed()) FAIL("bobox_get_stats missing");
-        return;
-    }
-    if (checked_mode()) return; // no heaps: every free is checked mode's
+    get_stats_fn stats = heap_stats_or_skip();
+    if (!stats) return;
     constexpr size_t kSize = 4096;
     constexpr int kLive = 4096, kOps = 100000;
     struct bobox_stats before {}, after {};
@@ -1150,12 +1155,8 @@ TEST_CASE("a thread that proves busy takes its CPU's shared heap: the objects it
     // heap for its own (a new one serves the others), so its first objects and their blocks
     // are its own: freed, they are not another heap's, and no second block of each size
     // stands beside the shared heap's. The thread stays on one CPU: one shared heap.
-    get_stats_fn stats = get_stats_ptr();
-    if (!stats) {
-        if (!foreign_allowed()) FAIL("bobox_get_stats missing");
-        return;
-    }
-    if (checked_mode()) return; // every thread has its own heap from its first call
+    get_stats_fn stats = heap_stats_or_skip();
+    if (!stats) return;
     constexpr size_t kSize = 1000;
     constexpr int kFirst = 200, kBusyOps = 4000;
     struct bobox_stats before {}, after {};
@@ -1185,12 +1186,8 @@ TEST_CASE("a thread that proves busy takes its CPU's shared heap: the objects it
 TEST_CASE("a thread that proves busy freeing an exited thread's objects takes that thread's heap", "[api][threads][remote]") {
     // A main thread that frees its workers' results once they have ended: its frees are its
     // own once it is busy, not a stream of remote frees to a heap nobody drains but them.
-    get_stats_fn stats = get_stats_ptr();
-    if (!stats) {
-        if (!foreign_allowed()) FAIL("bobox_get_stats missing");
-        return;
-    }
-    if (checked_mode()) return; // every thread has its own heap from its first call
+    get_stats_fn stats = heap_stats_or_skip();
+    if (!stats) return;
     constexpr int N = 8000;
     constexpr size_t kSize = 100;
     std::vector<unsigned char *> objs(N);
@@ -1282,12 +1279,8 @@ TEST_CASE("a thread whose first call frees an exited thread's object takes that 
     // successor whose predecessor ended before another lineage's thread did took that one's
     // heap (the newest with live objects), and every free of its own work was another
     // heap's (`handoff`: 3.4 M of 15 M frees).
-    get_stats_fn stats = get_stats_ptr();
-    if (!stats) {
-        if (!foreign_allowed()) FAIL("bobox_get_stats missing");
-        return;
-    }
-    if (checked_mode()) return; // every thread has a heap at once
+    get_stats_fn stats = heap_stats_or_skip();
+    if (!stats) return;
     constexpr int N = 1000; // fewer calls than make a thread busy
     constexpr size_t kSize = 100;
     std::vector<unsigned char *> mine(N), others(N);
