@@ -18,8 +18,8 @@ static atomic_int state;
 static void (*pass_hook)(void);
 void bx_reclaimer_set_pass_hook(void (*fn)(void)) { pass_hook = fn; }
 
-/* What an idle shared heap's frees change: once it is given back, it is given back again
- * only after frees. */
+/* What an idle ownerless heap's frees change: once it is given back, it is given back
+ * again only after frees. */
 static uint64_t frees_signature(const bx_heap_t *h) {
     uint64_t sig = h->counters.medium_live_bytes;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) sig += bx_bin_frees(&h->small[i]);
