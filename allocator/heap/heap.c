@@ -13,6 +13,8 @@
 
 bx_heap_tick_fn *bx_heap_tick_handler;
 
+BX_STATIC_ASSERT(BX_SMALL_BINS <= BX_BLOCKCACHE_LISTS, "a list of cached blocks per small bin");
+
 bx_bin_t bx_heap_bin_none = {.chains.top = {.block = &bx_block_none}};
 
 /* ---- creation ----------------------------------------------------------------------- */
@@ -66,11 +68,11 @@ bx_heap_t *bx_heap_create(int node, int state) {
      * sizes writes a few bins' pages, not all 86 bins' and keeps' (40 KB a heap). */
     bx_heap_reset_bin_table(h);
     bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX,
-                       node);
+                       node, h->small_block_lists, BX_SMALL_BINS);
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) {
         uint32_t max_blocks = (uint32_t)(BX_MEDIUM_BLOCK_CACHE_BYTES / bx_medium_size[i]);
         bx_blockcache_init(&h->medium[i], h, BX_TAG_MEDIUM, bx_medium_size[i], BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS,
-                           max_blocks < 2 ? 2 : max_blocks, node);
+                           max_blocks < 2 ? 2 : max_blocks, node, NULL, 1);
     }
     return h;
 }

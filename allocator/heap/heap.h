@@ -43,6 +43,7 @@ typedef struct bx_heap {
     bx_bin_t small[BX_SMALL_BINS];
     bx_bin_t *bin_for[BX_SMALL_STEPS];       /* malloc's table: the bin of each 16-byte step */
     bx_blockcache_t small_blocks;            /* 64 KB blocks for every small bin */
+    void *small_block_lists[BX_SMALL_BINS];  /* its lists' heads, one per bin */
     size_t allocs_at_reclaim[BX_SMALL_BINS]; /* each bin's allocs at the last empty-top scan */
     uint8_t idle_scans[BX_SMALL_BINS];       /* such scans in a row that found the bin idle */
     size_t frees_at_purge[BX_SMALL_BINS];    /* each bin's frees when its pages were last given back */

@@ -44,7 +44,8 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
         bx_node_giving_idle = false;
         return;
     }
-    /* Everything free: remote frees in, chains dropped, kept objects home, caches empty. */
+    /* Everything free: remote frees in, chains dropped, kept objects home, caches empty
+     * (but at a thread's exit, below). */
     bx_outbox_flush(&h->outbox);
     bx_heap_drain(h);
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) bx_bin_flush(&h->small[i]);
@@ -55,7 +56,9 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
      * successor, most often) writes them again at once (`handoff`: 4x the page faults, 1.17x
      * the time); the reclaimer gives them back if none comes for a decay delay. */
     bool give_pages = level != BX_RELEASE_THREAD_EXIT || !bx_options.decay_ms;
-    bx_blockcache_flush(&h->small_blocks, give_pages);
+    /* Kept, the small block cache keeps each block on its bin's list: the next thread's
+     * sizes take back the blocks (and pages) they had, not each other's (blockcache.h). */
+    if (give_pages) bx_blockcache_flush(&h->small_blocks, true);
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_flush(&h->medium[i], give_pages);
     /* Superblocks a few live objects keep: their free blocks' pages go back too (Redis's
      * MEMORY PURGE after deleting keys frees nothing otherwise). Only at malloc_trim: thread

@@ -5,9 +5,18 @@
 #include "os/os.h"
 
 void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag, uint32_t block_size, uint32_t bound,
-                        uint32_t max_blocks, int node) {
+                        uint32_t max_blocks, int node, void **heads, uint32_t lists) {
     bx_blockalloc_init(&bc->alloc, owner, tag, block_size, node);
-    bc->head = bc->last_given = NULL;
+    if (!heads || lists == 0) {
+        heads = &bc->one_head;
+        lists = 1;
+    }
+    if (lists > BX_BLOCKCACHE_LISTS) lists = BX_BLOCKCACHE_LISTS;
+    bc->heads = heads;
+    bc->lists = lists;
+    for (uint32_t i = 0; i < lists; i++) heads[i] = NULL;
+    for (unsigned w = 0; w < BX_BLOCKCACHE_LISTS / 64; w++) bc->nonempty[w] = 0;
+    bc->last_given = NULL;
     bc->count = bc->represented = 0;
     bc->bound = bound;
     bc->max_blocks = max_blocks;
@@ -40,12 +49,46 @@ static bool head_ok(const bx_blockcache_t *bc, const void *block) {
     return cached_block_ok(bc, block) && (!bx_link_get(block) || cached_block_ok(bc, bx_link_get(block)));
 }
 
-/* Takes the head off the list, checked with its link before either is followed. */
-static void *pop_head(bx_blockcache_t *bc) {
-    void *block = bc->head;
+static void set_head(bx_blockcache_t *bc, unsigned list, void *block) {
+    bc->heads[list] = block;
+    uint64_t bit = (uint64_t)1 << (list % 64), word = bc->nonempty[list / 64];
+    __atomic_store_n(&bc->nonempty[list / 64], block ? word | bit : word & ~bit, __ATOMIC_RELAXED);
+}
+
+/* Takes the head off a list, checked with its link before either is followed. */
+static void *pop_head(bx_blockcache_t *bc, unsigned list) {
+    void *block = bc->heads[list];
     if (!head_ok(bc, block)) corrupted(block);
-    __atomic_store_n(&bc->head, bx_link_get(block), __ATOMIC_RELAXED);
+    set_head(bc, list, bx_link_get(block));
     return block;
+}
+
+static bool cache_empty(const bx_blockcache_t *bc) {
+    for (unsigned w = 0; w < BX_BLOCKCACHE_LISTS / 64; w++)
+        if (__atomic_load_n(&bc->nonempty[w], __ATOMIC_RELAXED)) return false;
+    return true;
+}
+
+/* The list nearest `want` that holds a block: want itself, the nearest above, else below. */
+static unsigned nearest_list(const bx_blockcache_t *bc, unsigned want) {
+    for (unsigned w = want / 64; w < BX_BLOCKCACHE_LISTS / 64; w++) {
+        uint64_t bits = bc->nonempty[w];
+        if (w == want / 64) bits &= ~(uint64_t)0 << (want % 64);
+        if (bits) return w * 64 + (unsigned)__builtin_ctzll(bits);
+    }
+    for (int w = (int)(want / 64); w >= 0; w--) {
+        uint64_t bits = bc->nonempty[w];
+        if ((unsigned)w == want / 64) bits &= want % 64 ? ~(uint64_t)0 >> (64 - want % 64) : 0;
+        if (bits) return (unsigned)w * 64 + 63 - (unsigned)__builtin_clzll(bits);
+    }
+    return want; /* the cache is empty: not reached */
+}
+
+/* The list a block freed into the cache goes on. */
+static unsigned list_of(const bx_blockcache_t *bc, void *block) {
+    if (bc->lists == 1) return 0;
+    const bx_block_t *desc = bx_block_of(block);
+    return desc->mixed ? bc->lists - 1 : desc->bin % bc->lists;
 }
 
 #define ACTIVE_TICK 1
@@ -53,17 +96,18 @@ static void *pop_head(bx_blockcache_t *bc) {
 
 bool bx_blockcache_would_grow(bx_blockcache_t *bc) {
     /* A cached block: no lock needed to say no (only the owner adds to the cache). */
-    if (__atomic_load_n(&bc->head, __ATOMIC_RELAXED)) return false;
+    if (!cache_empty(bc)) return false;
     bx_lock(&bc->lock);
-    bool grow = !bc->head && (bc->alloc.count == 0 || !bc->alloc.heap[0]->free);
+    bool grow = cache_empty(bc) && (bc->alloc.count == 0 || !bc->alloc.heap[0]->free);
     bx_unlock(&bc->lock);
     return grow;
 }
 
-static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last) {
+static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last, unsigned want) {
     bc->active = ACTIVE_TICK | ACTIVE_PASS;
-    if (!bc->head) return bx_blockalloc_alloc(&bc->alloc, sb_out);
-    if (not_last && bc->head == bc->last_given && bc->alloc.tag == BX_TAG_MEDIUM) {
+    if (cache_empty(bc)) return bx_blockalloc_alloc(&bc->alloc, sb_out);
+    unsigned list = nearest_list(bc, want);
+    if (not_last && bc->heads[0] == bc->last_given && bc->alloc.tag == BX_TAG_MEDIUM) {
         /* Not the block freed last, as glibc does not hand a freed chunk straight back: a
          * stale pointer to it would write into the next object of the size. The second
          * cached block, or one from the superblocks; in a loop that allocates and frees
@@ -73,14 +117,14 @@ static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last) 
             void *other = bx_blockalloc_alloc(&bc->alloc, sb_out);
             if (other) return other;
         } else {
-            void *freed = pop_head(bc);
-            void *block = take(bc, sb_out, false);
-            bx_link_set(freed, bc->head);
-            __atomic_store_n(&bc->head, freed, __ATOMIC_RELAXED);
+            void *freed = pop_head(bc, 0);
+            void *block = take(bc, sb_out, false, 0);
+            bx_link_set(freed, bc->heads[0]);
+            set_head(bc, 0, freed);
             return block;
         }
     }
-    void *block = pop_head(bc);
+    void *block = pop_head(bc, list);
     if (block == bc->last_given) bc->last_given = NULL;
     bc->count--;
     bx_superblock_t *sb = cached_sb(block);
@@ -91,14 +135,21 @@ static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last) 
 
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
     bx_lock(&bc->lock);
-    void *block = take(bc, sb_out, true);
+    void *block = take(bc, sb_out, true, 0);
     bx_unlock(&bc->lock);
     return block;
 }
 
 void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
     bx_lock(&bc->lock);
-    void *block = take(bc, sb_out, false);
+    void *block = take(bc, sb_out, false, 0);
+    bx_unlock(&bc->lock);
+    return block;
+}
+
+void *bx_blockcache_alloc_for(bx_blockcache_t *bc, unsigned bin) {
+    bx_lock(&bc->lock);
+    void *block = take(bc, NULL, false, bin % bc->lists);
     bx_unlock(&bc->lock);
     return block;
 }
@@ -116,9 +167,10 @@ static void give(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
         bc->represented++;
     }
     sb->cached++;
-    bx_link_set(block, bc->head);
+    unsigned list = list_of(bc, block);
+    bx_link_set(block, bc->heads[list]);
     ((bx_superblock_t **)block)[1] = sb;
-    __atomic_store_n(&bc->head, block, __ATOMIC_RELAXED);
+    set_head(bc, list, block);
     bc->last_given = block;
     bc->count++;
 }
@@ -130,8 +182,8 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
 }
 
 static void flush(bx_blockcache_t *bc, bool give_pages) {
-    while (bc->head) {
-        char *block = pop_head(bc);
+    while (!cache_empty(bc)) {
+        char *block = pop_head(bc, nearest_list(bc, 0));
         bx_superblock_t *sb = cached_sb(block);
         sb->cached--;
         /* A block going back to a superblock that stays in use gives back its pages (if
@@ -175,8 +227,12 @@ void bx_blockcache_reclaim(bx_blockcache_t *bc) {
 
 void bx_blockcache_check_head(bx_blockcache_t *bc, const char *op) {
     bx_lock(&bc->lock);
-    void *block = bc->head;
-    bool ok = !block || head_ok(bc, block);
+    void *block = NULL;
+    bool ok = true;
+    for (unsigned list = 0; ok && list < bc->lists; list++) {
+        block = bc->heads[list];
+        ok = !block || head_ok(bc, block);
+    }
     bx_unlock(&bc->lock);
     if (!ok)
         bx_fatalf("%s: corrupted free list at %p (a cached block): the free object there was written after it was freed",

@@ -213,7 +213,7 @@ void *bx_bin_refill_listed(bx_bin_t *b) {
 
 void *bx_bin_refill_new(bx_bin_t *b, struct bx_heap *heap) {
     if (top_spent(b)) drop_spent_top(b);
-    char *mem = bx_blockcache_alloc(b->cache, NULL);
+    char *mem = bx_blockcache_alloc_for(b->cache, b->index);
     if (!mem) return NULL;
     bx_block_t *blk = bx_block_of(mem);
     bx_block_init(blk, mem, heap, b->home, b, b->index, b->size);

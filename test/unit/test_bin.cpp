@@ -31,7 +31,7 @@ struct BinFixture {
         size = bx_small_size[index];
         ring.resize(bx_bin_ring_size(size));
         bx_bin_init(&bin, index, size, ring.data(), (uint32_t)ring.size(), &cache);
-        bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0);
+        bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0, NULL, 1);
     }
     // The chain stack alone: fresh slots a malloc carved into the front cache go back to
     // their block at once (the front cache has its own tests, test_upper_layers.cpp).
@@ -194,7 +194,7 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     std::vector<bx_chain_t> ring16(bx_bin_ring_size(s16)), ring64(bx_bin_ring_size(s64));
     bx_bin_t b16, b64;
     bx_blockcache_t cache;
-    bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0);
+    bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0, NULL, 1);
     bx_bin_init(&b16, 0, s16, ring16.data(), (uint32_t)ring16.size(), &cache);
     bx_bin_init(&b64, 3, s64, ring64.data(), (uint32_t)ring64.size(), &cache);
     auto alloc = [&](bx_bin_t *b) {
@@ -230,6 +230,64 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     }
     bx_bin_flush(&b16);
     bx_bin_flush(&b64);
+    bx_blockcache_flush(&cache, true);
+    REQUIRE(cache.alloc.superblocks == 0);
+    bx_blockalloc_destroy(&cache.alloc);
+}
+
+TEST_CASE("bin: a bin's next block is one it emptied, else one of the nearest bin above", "[bin]") {
+    // A heap's cache keeps a list per bin: a size reuses the pages it touched, not another
+    // size's (whose deeper ones it would leave resident beside its own).
+    unsigned idx[3] = {0, 3, 15}; // 16, 64 and 256 bytes
+    std::vector<std::vector<bx_chain_t>> rings;
+    bx_bin_t bins[3];
+    void *lists[BX_SMALL_BINS];
+    bx_blockcache_t cache;
+    bx_blockcache_init(&cache, fake_heap(), BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX, 0,
+                       lists, BX_SMALL_BINS);
+    for (int i = 0; i < 3; i++) {
+        uint32_t size = bx_small_size[idx[i]];
+        rings.emplace_back(bx_bin_ring_size(size));
+        bx_bin_init(&bins[i], idx[i], size, rings.back().data(), (uint32_t)rings.back().size(), &cache);
+    }
+    auto alloc = [&](bx_bin_t *b) {
+        void *p = bx_bin_alloc(b);
+        return static_cast<char *>(p ? p : bx_bin_refill_alloc(b, fake_heap()));
+    };
+    // The 64- and 256-byte bins fill two blocks each, in turns, and free them.
+    std::set<bx_block_t *> own[3];
+    std::vector<char *> objs[3];
+    for (uint32_t round = 0; round < 2; round++)
+        for (int i = 1; i < 3; i++)
+            for (uint32_t k = 0; k < bins[i].per_block; k++) {
+                objs[i].push_back(alloc(&bins[i]));
+                own[i].insert(bx_block_of(objs[i].back()));
+            }
+    for (int i = 1; i < 3; i++) {
+        REQUIRE(own[i].size() == 2);
+        for (char *p : objs[i]) bin_free(&bins[i], bx_block_of(p), p);
+        bx_bin_flush(&bins[i]);
+    }
+    REQUIRE(cache.count == 4);
+    // Each takes back a block it emptied, though the other's was cached last.
+    char *live[3];
+    for (int i : {1, 2}) {
+        live[i] = alloc(&bins[i]);
+        REQUIRE(own[i].count(bx_block_of(live[i])) == 1);
+        REQUIRE(bx_block_of(live[i])->size == bins[i].size);
+    }
+    // The 16-byte bin emptied none: the 64-byte bin's is the nearest above.
+    live[0] = alloc(&bins[0]);
+    REQUIRE(own[1].count(bx_block_of(live[0])) == 1);
+    REQUIRE(bx_block_of(live[0])->size == bins[0].size);
+    REQUIRE(cache.count == 1);
+    bx_blockcache_check_head(&cache, "test");
+    for (int i = 0; i < 3; i++) {
+        bin_free(&bins[i], bx_block_of(live[i]), live[i]);
+        bx_bin_flush(&bins[i]);
+        REQUIRE(bx_bin_check(&bins[i]));
+    }
+    REQUIRE(cache.count == 4);
     bx_blockcache_flush(&cache, true);
     REQUIRE(cache.alloc.superblocks == 0);
     bx_blockalloc_destroy(&cache.alloc);
@@ -274,7 +332,7 @@ TEST_CASE("bin: an entirely free top block can be taken back for another bin", "
     REQUIRE(bx_bin_release_empty_top(&f.bin));
     REQUIRE(bx_chainstack_empty(&f.bin.chains));
     REQUIRE(f.cache.count == cached + 1);
-    REQUIRE(f.cache.head == blk->mem);
+    REQUIRE(f.cache.heads[0] == blk->mem);
     REQUIRE(!bx_bin_release_empty_top(&f.bin)); // nothing left to give
     REQUIRE(bx_bin_check(&f.bin));
     // The bin still works: its next allocation refills from the cache.

@@ -159,7 +159,7 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
     uint32_t size = bx_medium_size[BX_MEDIUM_BINS - 1]; // 20 blocks per superblock
     for (uint32_t bound : {1u, 3u}) {
         bx_blockcache_t bc;
-        bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, bound, UINT32_MAX, 0);
+        bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, bound, UINT32_MAX, 0, NULL, 1);
         std::vector<char *> blocks;
         for (int i = 0; i < 20 * 6; i++) blocks.push_back(static_cast<char *>(bx_blockcache_alloc(&bc, nullptr)));
         REQUIRE(bc.alloc.superblocks == 6);
@@ -170,7 +170,7 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
             bx_blockcache_free(&bc, sb_of(p), p);
             REQUIRE(bc.represented <= bound);
             std::set<bx_superblock_t *> distinct;
-            for (void *q = bc.head; q; q = bx_link_get(q)) distinct.insert(sb_of(q));
+            for (void *q = bc.heads[0]; q; q = bx_link_get(q)) distinct.insert(sb_of(q));
             REQUIRE(distinct.size() == bc.represented);
         }
         // Everything not cached went back; the cache kept at most `bound` superblocks alive.
@@ -179,9 +179,9 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
         // Reuse is LIFO from the cache, before any new superblock, but for the block freed
         // last: not handed straight back (a stale pointer to it would alias the next object).
         REQUIRE(bc.count >= 2);
-        void *last = bc.head, *before = bx_link_get(last);
+        void *last = bc.heads[0], *before = bx_link_get(last);
         REQUIRE(bx_blockcache_alloc(&bc, nullptr) == before);
-        REQUIRE(bc.head == last);
+        REQUIRE(bc.heads[0] == last);
         REQUIRE(bx_blockcache_alloc(&bc, nullptr) == last);
         REQUIRE(bc.alloc.superblocks <= bound); // no new superblock
         bx_blockcache_free(&bc, sb_of(last), last);
@@ -195,7 +195,7 @@ TEST_CASE("cached block allocator: never holds blocks of more superblocks than i
 TEST_CASE("cached medium blocks: a block freed and allocated in turn alternates with one other", "[blockcache]") {
     uint32_t size = bx_medium_size[BX_MEDIUM_BINS - 1];
     bx_blockcache_t bc;
-    bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, 1, UINT32_MAX, 0);
+    bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, 1, UINT32_MAX, 0, NULL, 1);
     void *keep = bx_blockcache_alloc(&bc, nullptr); // keeps the superblock owned throughout
     void *a = bx_blockcache_alloc(&bc, nullptr);
     std::set<void *> seen;
@@ -218,7 +218,7 @@ TEST_CASE("cached medium blocks: a block freed and allocated in turn alternates 
 TEST_CASE("cached block allocator: a decay tick flushes only a cache nothing was taken from since the last one", "[blockcache]") {
     uint32_t size = bx_medium_size[BX_MEDIUM_BINS - 1];
     bx_blockcache_t bc;
-    bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, 1, UINT32_MAX, 0);
+    bx_blockcache_init(&bc, fake_heap(), BX_TAG_MEDIUM, size, 1, UINT32_MAX, 0, NULL, 1);
     std::vector<char *> blocks;
     for (int i = 0; i < 4; i++) blocks.push_back(static_cast<char *>(bx_blockcache_alloc(&bc, nullptr)));
     for (char *p : blocks) bx_blockcache_free(&bc, sb_of(p), p);
