@@ -25,6 +25,11 @@
  * (its pages already touched) to another bin. */
 #define BX_MEDIUM_BLOCK_CACHE_BYTES (1 * BX_MB)
 
+/* A cached large mapping that serves a smaller request leaves its tail in the cache as a
+ * mapping of its own when the tail is at least this much, and more than a quarter of the
+ * request (large.c). */
+#define BX_LARGE_SPLIT_MIN (1 * BX_MB)
+
 /* A thread allocates from the heap its CPU shares with other threads, under that heap's
  * lock, until it proves busy: BX_BUSY_OPS mallocs and frees within BX_BUSY_WINDOW_MS. Then
  * it gets a heap of its own (thread.h). */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 
+#include "base/bounds.h"
 #include "base/lock.h"
 #include "mem/node.h"
 #include "os/options.h"
@@ -43,6 +44,7 @@ static void cache_insert(bx_large_t *l) {
     __atomic_store_n(&newest, l, __ATOMIC_RELAXED);
     if (!oldest) oldest = l;
     cache_bytes += l->map_size;
+    l->cached = true;
 }
 
 static void cache_remove(bx_large_t *l) {
@@ -60,12 +62,34 @@ static void cache_remove(bx_large_t *l) {
     else
         oldest = l->aprev;
     cache_bytes -= l->map_size;
+    l->cached = false;
 }
 
-static size_t distance(size_t a, size_t b) { return a > b ? a - b : b - a; }
+/* l no longer lies next to its neighbours (it is about to be unmapped or moved). Called with
+ * the lock held. */
+static void detach(bx_large_t *l) {
+    if (l->left) l->left->right = NULL;
+    if (l->right) l->right->left = NULL;
+    l->left = l->right = NULL;
+}
 
-/* The cached mapping of this node closest in size to `need`, from an eighth to eight times it
- * (the three buckets either side): its pages are already there, whatever the size (thesis
+/* `upper`, the mapping right above `lower`, becomes part of it. Called with the lock held. */
+static void absorb(bx_large_t *lower, bx_large_t *upper) {
+    lower->map_size += upper->map_size;
+    lower->right = upper->right;
+    if (upper->right) upper->right->left = lower;
+}
+
+/* Whether cached mapping a suits `need` better than b: one that holds it without growing
+ * (the smallest: what it leaves over is a mapping of its own), else the largest. */
+static bool better(const bx_large_t *a, const bx_large_t *b, size_t need) {
+    bool a_fits = a->map_size >= need, b_fits = b->map_size >= need;
+    if (a_fits != b_fits) return a_fits;
+    return a_fits ? a->map_size < b->map_size : a->map_size > b->map_size;
+}
+
+/* The cached mapping of this node that suits `need` best (better()), from an eighth to eight
+ * times it (the three buckets either side): its pages are already there, whatever the size (thesis
  * programs 7.1/7.2 for any size, not one repeated size; realloc's vectors, which move into a
  * mapping at 128 KB and grow to 1 MB). A bounded look at seven buckets keeps it O(1). */
 static bx_large_t *from_cache(size_t need, int node) {
@@ -76,8 +100,7 @@ static bx_large_t *from_cache(size_t need, int node) {
     for (unsigned b = first; b < BUCKETS && b <= bucket_of(need) + 3; b++) {
         int looked = 0;
         for (bx_large_t *l = buckets[b]; l && looked < 8; l = l->bnext, looked++)
-            if (l->node == node && l->map_size / 8 <= need && need / 8 <= l->map_size &&
-                (!best || distance(l->map_size, need) < distance(best->map_size, need)))
+            if (l->node == node && l->map_size / 8 <= need && need / 8 <= l->map_size && (!best || better(l, best, need)))
                 best = l;
     }
     if (best) cache_remove(best);
@@ -89,17 +112,48 @@ static bx_large_t *from_cache(size_t need, int node) {
  * resident already: trimming the tail made the next larger request fault it in again, and
  * bigbuf's 5-25 MB buffers took 2-3x the time), a smaller one grows in place or is moved by
  * the kernel with its pages. NULL if it cannot grow (it is then unmapped). */
+/* l keeps its first `need` bytes; the rest becomes a cached mapping of its own. */
+static void cut(bx_large_t *l, size_t need) {
+    bx_large_t *rest = (bx_large_t *)(l->base + need);
+    rest->base = (char *)rest;
+    rest->map_size = l->map_size - need;
+    rest->user = rest->base + page();
+    rest->node = l->node;
+    rest->sample = false;
+    rest->cached_since_ms = bx_now_ms();
+    bx_lock(&cache_lock);
+    l->map_size = need;
+    rest->left = l;
+    rest->right = l->right;
+    if (l->right) l->right->left = rest;
+    l->right = rest;
+    cache_insert(rest);
+    bx_unlock(&cache_lock);
+}
+
 static bx_large_t *refit(bx_large_t *l, size_t need) {
     if (need <= l->map_size) { /* from_cache takes none above 8x need */
-        /* Under a limit on address space, a tail more than a quarter of the request goes back:
-         * it would count against the limit for as long as the object lives. Without one it
-         * stays: a later, larger request finds its pages resident (bigbuf: trimming took 2-3x
-         * the time, memory-policy.md). */
-        if (l->map_size - need > need / 4 && bx_os_address_space_limited() &&
-            bx_os_remap(l->base, l->map_size, need, false))
-            l->map_size = need;
+        /* A tail more than a quarter of the request: under a limit on address space it goes
+         * back (it would count against the limit for as long as the object lives); without
+         * one it stays cached with its pages, a mapping of its own for the next request
+         * (sort: a 64 MB buffer freed, then three of 22 MB: the first kept all 64 MB
+         * resident and the others mapped fresh, 1.5x glibc's peak). Given back, a later,
+         * larger request faulted it in again (bigbuf: 2-3x the time, memory-policy.md). */
+        size_t tail = l->map_size - need;
+        if (tail <= need / 4 || tail < BX_LARGE_SPLIT_MIN) return l;
+        if (bx_os_address_space_limited()) {
+            bx_lock(&cache_lock);
+            detach(l);
+            bx_unlock(&cache_lock);
+            if (bx_os_remap(l->base, l->map_size, need, false)) l->map_size = need;
+            return l;
+        }
+        cut(l, need);
         return l;
     }
+    bx_lock(&cache_lock);
+    detach(l);
+    bx_unlock(&cache_lock);
     char *base = bx_os_remap(l->base, l->map_size, need, true);
     if (!base) {
         bx_os_unmap(l->base, l->map_size);
@@ -148,7 +202,8 @@ static bx_large_t *map_fresh(size_t need, size_t alignment, int node) {
     l->map_size = need;
     l->user = base + page();
     l->node = node;
-    l->sample = false;
+    l->left = l->right = NULL;
+    l->cached = l->sample = false;
     return l;
 }
 
@@ -222,6 +277,7 @@ static bx_large_t *evict_at_least(size_t bytes) {
         bx_large_t *l = oldest;
         taken += l->map_size;
         cache_remove(l);
+        detach(l);
         l->anext = out;
         out = l;
     }
@@ -237,6 +293,7 @@ static bx_large_t *collect(bool all, uint64_t now) {
                       (now > oldest->cached_since_ms && now - oldest->cached_since_ms >= bx_options.decay_ms))) {
         bx_large_t *l = oldest;
         cache_remove(l);
+        detach(l);
         l->anext = out;
         out = l;
     }
@@ -265,17 +322,52 @@ void bx_large_free(bx_large_t *l) {
         l->anext = NULL;
         expired = l;
     } else if (l->map_size <= bx_options.cache_bytes && l->user == l->base + page()) {
-        l->cached_since_ms = bx_now_ms();
+        uint64_t now = bx_now_ms();
         bx_lock(&cache_lock);
+        /* Whole again with the cached neighbours it was cut from or next to. */
+        bx_large_t *upper = l->right, *lower = l->left;
+        if (upper && upper->cached) {
+            cache_remove(upper);
+            absorb(l, upper);
+        }
+        if (lower && lower->cached) {
+            cache_remove(lower);
+            absorb(lower, l);
+            l = lower;
+        }
+        l->cached_since_ms = now;
         cache_insert(l);
-        if (cache_bytes > bx_options.cache_bytes || l->cached_since_ms >= next_expiry_check_ms)
-            expired = collect(false, l->cached_since_ms);
+        if (cache_bytes > bx_options.cache_bytes || now >= next_expiry_check_ms) expired = collect(false, now);
         bx_unlock(&cache_lock);
     } else {
+        bx_lock(&cache_lock);
+        detach(l);
+        bx_unlock(&cache_lock);
         l->anext = NULL;
         expired = l;
     }
     release(expired);
+}
+
+/* Grows l in place over the cached mapping right above it, if that makes room for `need`
+ * (what is left over beyond a quarter of it stays cached): its pages are resident, and
+ * mremap could not grow l in place past it (a Python list's buffer, grown by realloc). */
+static bool grow_into_neighbour(bx_large_t *l, size_t need) {
+    bx_lock(&cache_lock);
+    bx_large_t *upper = l->right;
+    bool fits = upper && upper->cached && l->map_size + upper->map_size >= need;
+    if (fits) {
+        cache_remove(upper);
+        absorb(l, upper);
+    }
+    bx_unlock(&cache_lock);
+    if (!fits) return false;
+    size_t tail = l->map_size - need;
+    if (tail > need / 4 && tail >= BX_LARGE_SPLIT_MIN) cut(l, need);
+    size_t usable = l->map_size - (size_t)(l->user - l->base);
+    atomic_fetch_add_explicit(&live_bytes, usable - l->usable, memory_order_relaxed);
+    l->usable = usable;
+    return true;
 }
 
 void *bx_large_realloc(bx_large_t *l, size_t size) {
@@ -283,11 +375,15 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
     size_t offset = (size_t)(l->user - l->base);
     size_t need = offset + bx_align_up(size < BX_BLOCK_SIZE ? BX_BLOCK_SIZE : size, page());
     if (need == l->map_size) return l->user;
+    if (need > l->map_size && grow_into_neighbour(l, need)) return l->user;
     char *old_base = l->base;
     size_t old_size = l->map_size;
     /* Unregister first: once mremap moves the mapping, another thread's mmap may get the
      * old range and register its own object in the same pagemap chunk. */
     unpublish(l);
+    bx_lock(&cache_lock);
+    detach(l);
+    bx_unlock(&cache_lock);
     char *base = bx_os_remap(old_base, old_size, need, false);
     /* Moving keeps page alignment only; aligned objects grow in place or not at all. The
      * destination is a mapping of our own, its pagemap leaf made first, so that the move

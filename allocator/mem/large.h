@@ -17,7 +17,11 @@ typedef struct bx_large {
     struct bx_large *bnext, *bprev; /* the cache's list of its size */
     struct bx_large *anext, *aprev; /* the cache's list by age */
     uint64_t cached_since_ms;
+    /* Mappings cut from one mapping that lie next to each other, below and above (NULL when
+     * none does); a freed one merges with those in the cache. Changed under the cache's lock. */
+    struct bx_large *left, *right;
     int node;
+    bool cached; /* in the cache (not live, not in the samples' pool) */
     bool sample; /* a mapping of the samples' pool (bx_large_alloc_sample) */
 } bx_large_t;
 

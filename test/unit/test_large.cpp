@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <sys/mman.h>
 #include <vector>
 #include "bobox.h"
@@ -91,4 +92,115 @@ TEST_CASE("large: a sample above the medium range is refused with ENOMEM", "[lar
     errno = 0;
     CHECK(bx_large_alloc_sample(BX_MEDIUM_MAX + BX_BLOCK_SIZE, 0) == nullptr);
     CHECK(errno == ENOMEM);
+}
+
+TEST_CASE("large: a cached mapping cut for a smaller request leaves its tail for the next, and they merge again", "[large]") {
+    bobox_free(bobox_malloc(1)); // start-up
+    bx_large_purge(true);
+    const size_t MB = size_t(1) << 20, pg = bx_os_page_size();
+    bool fresh;
+    char *big = static_cast<char *>(bx_large_alloc(40 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(big != nullptr);
+    CHECK(fresh);
+    bx_large_free(header_of(big));
+    REQUIRE(bx_large_cached_bytes() == 40 * MB + pg);
+    // sort's shape: its 64 MB buffer freed, then three of 22 MB. The first takes the head of
+    // the cached mapping, the second its tail: no fresh mapping while the cache holds one.
+    char *a = static_cast<char *>(bx_large_alloc(15 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(a == big);
+    CHECK(!fresh);
+    CHECK(header_of(a)->usable == 15 * MB);
+    CHECK(bx_large_cached_bytes() == 25 * MB); // the tail, a mapping of its own
+    char *b = static_cast<char *>(bx_large_alloc(15 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(b == big + 15 * MB + pg);
+    CHECK(!fresh);
+    CHECK(bx_large_cached_bytes() == 10 * MB - pg);
+    memset(a, 1, 15 * MB);
+    memset(b, 2, 15 * MB);
+    CHECK(a[15 * MB - 1] == 1);
+    CHECK(b[0] == 2);
+    // A tail of less than a quarter of the request stays with it.
+    char *c = static_cast<char *>(bx_large_alloc(9 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(c == big + 30 * MB + 2 * pg);
+    CHECK(header_of(c)->usable == 10 * MB - 2 * pg);
+    CHECK(bx_large_cached_bytes() == 0);
+    // Freed in any order, the three are one mapping again: a request of 35 MB takes it whole.
+    bx_large_free(header_of(b));
+    bx_large_free(header_of(c));
+    CHECK(bx_large_cached_bytes() == 25 * MB);
+    bx_large_free(header_of(a));
+    CHECK(bx_large_cached_bytes() == 40 * MB + pg);
+    char *d = static_cast<char *>(bx_large_alloc(35 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(d == big);
+    CHECK(!fresh);
+    CHECK(header_of(d)->usable == 40 * MB); // 5 MB over: less than a quarter, kept
+    CHECK(d[15 * MB - 1] == 1); // the same pages, not fresh ones
+    CHECK(d[15 * MB + pg] == 2);
+    bx_large_free(header_of(d));
+    CHECK(bx_large_purge(true) == 40 * MB + pg);
+    CHECK(!mapped(big));
+}
+
+TEST_CASE("large: a cut mapping's neighbours given back or moved are no longer merged with", "[large]") {
+    bobox_free(bobox_malloc(1));
+    bx_large_purge(true);
+    const size_t MB = size_t(1) << 20, pg = bx_os_page_size();
+    bool fresh;
+    // The tail goes back to the OS (a purge): the head's free merges with nothing (reading
+    // the tail's header would fault).
+    char *big = static_cast<char *>(bx_large_alloc(24 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(big != nullptr);
+    bx_large_free(header_of(big));
+    char *a = static_cast<char *>(bx_large_alloc(8 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(a == big);
+    CHECK(bx_large_purge(true) == 16 * MB);
+    CHECK(!mapped(big + 9 * MB));
+    bx_large_free(header_of(a));
+    CHECK(bx_large_cached_bytes() == 8 * MB + pg);
+    CHECK(bx_large_purge(true) == 8 * MB + pg);
+    // The head moves away (realloc, the tail in its way): the tail's free merges with nothing.
+    big = static_cast<char *>(bx_large_alloc(24 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(big != nullptr);
+    bx_large_free(header_of(big));
+    a = static_cast<char *>(bx_large_alloc(8 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(a == big);
+    a[0] = 5;
+    char *moved = static_cast<char *>(bx_large_realloc(header_of(a), 30 * MB)); // more than both
+    REQUIRE(moved != nullptr);
+    CHECK(moved != big);
+    CHECK(moved[0] == 5);
+    CHECK(!mapped(big));
+    char *tail = static_cast<char *>(bx_large_alloc(15 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(tail == big + 8 * MB + pg);
+    bx_large_free(header_of(tail));
+    CHECK(bx_large_cached_bytes() == 16 * MB);
+    bx_large_free(header_of(moved));
+    CHECK(bx_large_purge(true) == 16 * MB + 30 * MB + pg);
+}
+
+TEST_CASE("large: realloc grows a cut mapping in place over the cached tail above it", "[large]") {
+    bobox_free(bobox_malloc(1));
+    bx_large_purge(true);
+    const size_t MB = size_t(1) << 20, pg = bx_os_page_size();
+    bool fresh;
+    char *big = static_cast<char *>(bx_large_alloc(24 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(big != nullptr);
+    memset(big, 7, 24 * MB);
+    bx_large_free(header_of(big));
+    char *a = static_cast<char *>(bx_large_alloc(8 * MB, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(a == big);
+    CHECK(bx_large_cached_bytes() == 16 * MB);
+    // A Python list's buffer growing: in place, the tail's pages (still 7s) now its own.
+    char *grown = static_cast<char *>(bx_large_realloc(header_of(a), 12 * MB));
+    REQUIRE(grown == a);
+    CHECK(header_of(a)->usable == 12 * MB);
+    CHECK(a[12 * MB - 1] == 7);
+    CHECK(bx_large_cached_bytes() == 12 * MB); // the rest, cut off again
+    // Grown to the end, nothing left over.
+    grown = static_cast<char *>(bx_large_realloc(header_of(a), 24 * MB - pg));
+    REQUIRE(grown == a);
+    CHECK(header_of(a)->usable == 24 * MB);
+    CHECK(bx_large_cached_bytes() == 0);
+    bx_large_free(header_of(a));
+    CHECK(bx_large_purge(true) == 24 * MB + pg);
 }
