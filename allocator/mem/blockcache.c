@@ -15,7 +15,8 @@ void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag
     bc->heads = heads;
     bc->lists = lists;
     for (uint32_t i = 0; i < lists; i++) heads[i] = NULL;
-    for (unsigned w = 0; w < BX_BLOCKCACHE_LISTS / 64; w++) bc->nonempty[w] = 0;
+    for (unsigned w = 0; w < BX_BLOCKCACHE_LISTS / 64; w++) bc->nonempty[w] = bc->given_this_owner[w] = 0;
+    bc->last_list = 0;
     bc->last_given = NULL;
     bc->count = bc->represented = 0;
     bc->bound = bound;
@@ -63,6 +64,8 @@ static void *pop_head(bx_blockcache_t *bc, unsigned list) {
     return block;
 }
 
+static inline bool has_bit(const uint64_t *bits, unsigned list) { return bits[list / 64] >> (list % 64) & 1; }
+
 static bool cache_empty(const bx_blockcache_t *bc) {
     for (unsigned w = 0; w < BX_BLOCKCACHE_LISTS / 64; w++)
         if (__atomic_load_n(&bc->nonempty[w], __ATOMIC_RELAXED)) return false;
@@ -106,7 +109,9 @@ bool bx_blockcache_would_grow(bx_blockcache_t *bc) {
 static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last, unsigned want) {
     bc->active = ACTIVE_TICK | ACTIVE_PASS;
     if (cache_empty(bc)) return bx_blockalloc_alloc(&bc->alloc, sb_out);
-    unsigned list = nearest_list(bc, want);
+    unsigned list = want;
+    if (!has_bit(bc->nonempty, want) || has_bit(bc->given_this_owner, want))
+        list = has_bit(bc->nonempty, bc->last_list) ? bc->last_list : nearest_list(bc, want);
     if (not_last && bc->heads[0] == bc->last_given && bc->alloc.tag == BX_TAG_MEDIUM) {
         /* Not the block freed last, as glibc does not hand a freed chunk straight back: a
          * stale pointer to it would write into the next object of the size. The second
@@ -147,6 +152,12 @@ void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out) {
     return block;
 }
 
+void bx_blockcache_new_owner(bx_blockcache_t *bc) {
+    bx_lock(&bc->lock);
+    for (unsigned w = 0; w < BX_BLOCKCACHE_LISTS / 64; w++) bc->given_this_owner[w] = 0;
+    bx_unlock(&bc->lock);
+}
+
 void *bx_blockcache_alloc_for(bx_blockcache_t *bc, unsigned bin) {
     bx_lock(&bc->lock);
     void *block = take(bc, NULL, false, bin % bc->lists);
@@ -168,6 +179,8 @@ static void give(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
     }
     sb->cached++;
     unsigned list = list_of(bc, block);
+    bc->given_this_owner[list / 64] |= (uint64_t)1 << (list % 64);
+    bc->last_list = list;
     bx_link_set(block, bc->heads[list]);
     ((bx_superblock_t **)block)[1] = sb;
     set_head(bc, list, block);

@@ -21,13 +21,19 @@
 typedef struct bx_blockcache {
     bx_blockalloc_t alloc;
     /* Cached blocks, linked through their first word, on the list of the bin they last
-     * served (one list for a medium cache, whose blocks all serve one size): a bin's next
-     * block is one it emptied, whose pages it touched, not another bin's, which it would
-     * touch further. Taken from any block in turn, each block of a heap whose threads come
-     * and go ended with all 64 KB resident (memchurn: 3.8 MB a heap for 1 MB live). */
+     * served (one list for a medium cache, whose blocks all serve one size). A bin takes
+     * first a block it emptied before the heap's current owner came (whose pages it
+     * touched; another bin's it would touch further), else one of the list given to last
+     * (its lines still in the CPU's cache), else its own, else the nearest bin's. Taken
+     * from any block in turn, each block of a heap whose threads come and go ended with all
+     * 64 KB resident (memchurn: 3.8 MB a heap for 1 MB live); taken from its own list
+     * always, a thread that allocates one size at a time reused blocks emptied rounds ago
+     * instead of the ones just emptied (batches: 1.2x the time). */
     void **heads;
     uint32_t lists;
-    uint64_t nonempty[BX_BLOCKCACHE_LISTS / 64]; /* a bit per list that holds a block */
+    uint32_t last_list;                                 /* the list given to last */
+    uint64_t nonempty[BX_BLOCKCACHE_LISTS / 64];        /* a bit per list that holds a block */
+    uint64_t given_this_owner[BX_BLOCKCACHE_LISTS / 64]; /* and per list given to since */
     void *one_head;       /* the heads of a one-list cache */
     uint32_t count;       /* blocks cached */
     uint32_t represented; /* distinct superblocks among them */
@@ -49,9 +55,10 @@ void bx_blockcache_init(bx_blockcache_t *bc, struct bx_heap *owner, unsigned tag
 /* A block, or NULL (ENOMEM); *sb_out (if not NULL) is set to its superblock. A medium cache
  * hands out the block cached last only when it has no other and the superblocks none. */
 void *bx_blockcache_alloc(bx_blockcache_t *bc, bx_superblock_t **sb_out);
-/* A small block for `bin`: one of its own list, else of the nearest bin above that has one,
- * else below, else from the superblocks. */
+/* A small block for `bin` (the order above), else one from the superblocks. */
 void *bx_blockcache_alloc_for(bx_blockcache_t *bc, unsigned bin);
+/* The heap has a new owner: the blocks cached now were emptied before it came. */
+void bx_blockcache_new_owner(bx_blockcache_t *bc);
 /* The same for another bin about to touch fresh pages: the cached block, even the one freed
  * last, which bx_blockcache_alloc does not hand out while there is another. */
 void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out);

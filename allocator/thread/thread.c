@@ -169,6 +169,7 @@ static bx_heap_t *restart(bx_heap_t *h) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) bx_keep_restart(&h->keep[i]);
     atomic_store_explicit(&h->release_requested, false, memory_order_relaxed);
     h->released_at = 0; /* what it frees from now on is its new owner's to give back */
+    bx_blockcache_new_owner(&h->small_blocks); /* its sizes take back their own blocks */
     bx_heap_reset_bin_table(h);
     return h;
 }

@@ -235,9 +235,11 @@ TEST_CASE("bin: an emptied block goes back to the shared block cache and another
     bx_blockalloc_destroy(&cache.alloc);
 }
 
-TEST_CASE("bin: a bin's next block is one it emptied, else one of the nearest bin above", "[bin]") {
-    // A heap's cache keeps a list per bin: a size reuses the pages it touched, not another
-    // size's (whose deeper ones it would leave resident beside its own).
+TEST_CASE("bin: a heap's new owner's bins take back the blocks they emptied; its own frees are reused newest first", "[bin]") {
+    // A heap's cache keeps a list per bin. After a change of owner (a thread that ended, the
+    // next that took its heap), a size reuses the pages it touched, not another size's
+    // (whose deeper ones it would leave resident beside its own); within one owner's life
+    // the block emptied last comes first (its lines are still in the CPU's cache).
     unsigned idx[3] = {0, 3, 15}; // 16, 64 and 256 bytes
     std::vector<std::vector<bx_chain_t>> rings;
     bx_bin_t bins[3];
@@ -254,7 +256,7 @@ TEST_CASE("bin: a bin's next block is one it emptied, else one of the nearest bi
         void *p = bx_bin_alloc(b);
         return static_cast<char *>(p ? p : bx_bin_refill_alloc(b, fake_heap()));
     };
-    // The 64- and 256-byte bins fill two blocks each, in turns, and free them.
+    // The 64- and 256-byte bins fill two blocks each, in turns, and free them (256 last).
     std::set<bx_block_t *> own[3];
     std::vector<char *> objs[3];
     for (uint32_t round = 0; round < 2; round++)
@@ -269,14 +271,27 @@ TEST_CASE("bin: a bin's next block is one it emptied, else one of the nearest bi
         bx_bin_flush(&bins[i]);
     }
     REQUIRE(cache.count == 4);
-    // Each takes back a block it emptied, though the other's was cached last.
     char *live[3];
-    for (int i : {1, 2}) {
+    // The same owner: the 64-byte bin takes the block the 256-byte bin emptied last; freed,
+    // it is on the 64-byte bin's list, given last.
+    char *moved = alloc(&bins[1]);
+    bx_block_t *moved_block = bx_block_of(moved);
+    REQUIRE(own[2].count(moved_block) == 1);
+    REQUIRE(moved_block->size == bins[1].size);
+    bin_free(&bins[1], moved_block, moved);
+    bx_bin_flush(&bins[1]);
+    own[2].erase(moved_block);
+    own[1].insert(moved_block);
+    REQUIRE(cache.count == 4);
+    // A new owner: the 256-byte bin takes back a block it emptied, though the 64-byte
+    // bin's was cached last; so does the 64-byte bin.
+    bx_blockcache_new_owner(&cache);
+    for (int i : {2, 1}) {
         live[i] = alloc(&bins[i]);
         REQUIRE(own[i].count(bx_block_of(live[i])) == 1);
         REQUIRE(bx_block_of(live[i])->size == bins[i].size);
     }
-    // The 16-byte bin emptied none: the 64-byte bin's is the nearest above.
+    // The 16-byte bin emptied none: the list given to last, the 64-byte bin's.
     live[0] = alloc(&bins[0]);
     REQUIRE(own[1].count(bx_block_of(live[0])) == 1);
     REQUIRE(bx_block_of(live[0])->size == bins[0].size);
