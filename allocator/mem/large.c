@@ -73,6 +73,12 @@ static void detach(bx_large_t *l) {
     l->left = l->right = NULL;
 }
 
+static void detach_locked(bx_large_t *l) {
+    bx_lock(&cache_lock);
+    detach(l);
+    bx_unlock(&cache_lock);
+}
+
 /* `upper`, the mapping right above `lower`, becomes part of it. Called with the lock held. */
 static void absorb(bx_large_t *lower, bx_large_t *upper) {
     lower->map_size += upper->map_size;
@@ -108,10 +114,9 @@ static bx_large_t *from_cache(size_t need, int node) {
     return best;
 }
 
-/* Fits a cached mapping to `need` bytes: a larger one is used as it is (its pages are
- * resident already: trimming the tail made the next larger request fault it in again, and
- * bigbuf's 5-25 MB buffers took 2-3x the time), a smaller one grows in place or is moved by
- * the kernel with its pages. NULL if it cannot grow (it is then unmapped). */
+/* Whether the tail a mapping leaves over a request of `need` becomes a mapping of its own. */
+static bool cut_off(size_t tail, size_t need) { return tail > need / 4 && tail >= BX_LARGE_SPLIT_MIN; }
+
 /* l keeps its first `need` bytes; the rest becomes a cached mapping of its own. */
 static void cut(bx_large_t *l, size_t need) {
     bx_large_t *rest = (bx_large_t *)(l->base + need);
@@ -131,6 +136,9 @@ static void cut(bx_large_t *l, size_t need) {
     bx_unlock(&cache_lock);
 }
 
+/* Fits a cached mapping to `need` bytes: a larger one keeps its tail, or cuts it off
+ * (cut_off); a smaller one grows in place or is moved by the kernel with its pages. NULL if
+ * it cannot grow (it is then unmapped). */
 static bx_large_t *refit(bx_large_t *l, size_t need) {
     if (need <= l->map_size) { /* from_cache takes none above 8x need */
         /* A tail more than a quarter of the request: under a limit on address space it goes
@@ -139,21 +147,16 @@ static bx_large_t *refit(bx_large_t *l, size_t need) {
          * (sort: a 64 MB buffer freed, then three of 22 MB: the first kept all 64 MB
          * resident and the others mapped fresh, 1.5x glibc's peak). Given back, a later,
          * larger request faulted it in again (bigbuf: 2-3x the time, memory-policy.md). */
-        size_t tail = l->map_size - need;
-        if (tail <= need / 4 || tail < BX_LARGE_SPLIT_MIN) return l;
+        if (!cut_off(l->map_size - need, need)) return l;
         if (bx_os_address_space_limited()) {
-            bx_lock(&cache_lock);
-            detach(l);
-            bx_unlock(&cache_lock);
+            detach_locked(l);
             if (bx_os_remap(l->base, l->map_size, need, false)) l->map_size = need;
             return l;
         }
         cut(l, need);
         return l;
     }
-    bx_lock(&cache_lock);
-    detach(l);
-    bx_unlock(&cache_lock);
+    detach_locked(l);
     char *base = bx_os_remap(l->base, l->map_size, need, true);
     if (!base) {
         bx_os_unmap(l->base, l->map_size);
@@ -340,9 +343,7 @@ void bx_large_free(bx_large_t *l) {
         if (cache_bytes > bx_options.cache_bytes || now >= next_expiry_check_ms) expired = collect(false, now);
         bx_unlock(&cache_lock);
     } else {
-        bx_lock(&cache_lock);
-        detach(l);
-        bx_unlock(&cache_lock);
+        detach_locked(l);
         l->anext = NULL;
         expired = l;
     }
@@ -362,8 +363,7 @@ static bool grow_into_neighbour(bx_large_t *l, size_t need) {
     }
     bx_unlock(&cache_lock);
     if (!fits) return false;
-    size_t tail = l->map_size - need;
-    if (tail > need / 4 && tail >= BX_LARGE_SPLIT_MIN) cut(l, need);
+    if (cut_off(l->map_size - need, need)) cut(l, need);
     size_t usable = l->map_size - (size_t)(l->user - l->base);
     atomic_fetch_add_explicit(&live_bytes, usable - l->usable, memory_order_relaxed);
     l->usable = usable;
@@ -381,9 +381,7 @@ void *bx_large_realloc(bx_large_t *l, size_t size) {
     /* Unregister first: once mremap moves the mapping, another thread's mmap may get the
      * old range and register its own object in the same pagemap chunk. */
     unpublish(l);
-    bx_lock(&cache_lock);
-    detach(l);
-    bx_unlock(&cache_lock);
+    detach_locked(l);
     char *base = bx_os_remap(old_base, old_size, need, false);
     /* Moving keeps page alignment only; aligned objects grow in place or not at all. The
      * destination is a mapping of our own, its pagemap leaf made first, so that the move

@@ -17,6 +17,19 @@ extern "C" {
 namespace {
 bx_large_t *header_of(void *p) { return reinterpret_cast<bx_large_t *>(static_cast<char *>(p) - bx_os_page_size()); }
 bool mapped(void *p) { return msync(reinterpret_cast<void *>(reinterpret_cast<uintptr_t>(p) & ~uintptr_t(4095)), 4096, MS_ASYNC) == 0; }
+// A fresh mapping of `whole` bytes (filled with `fill` if given), freed into the cache, then
+// taken by a request of `head`: the head (returned) is live, the rest cached as a mapping of
+// its own.
+char *cut_head(size_t whole, size_t head, int fill = -1) {
+    bool fresh;
+    char *big = static_cast<char *>(bx_large_alloc(whole, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(big != nullptr);
+    if (fill >= 0) memset(big, fill, whole);
+    bx_large_free(header_of(big));
+    char *a = static_cast<char *>(bx_large_alloc(head, BX_ALIGNMENT, 0, &fresh));
+    REQUIRE(a == big);
+    return a;
+}
 } // namespace
 
 TEST_CASE("large: the samples' pool reuses a sample's mapping for the next sample of its step", "[large][prof]") {
@@ -148,22 +161,14 @@ TEST_CASE("large: a cut mapping's neighbours given back or moved are no longer m
     bool fresh;
     // The tail goes back to the OS (a purge): the head's free merges with nothing (reading
     // the tail's header would fault).
-    char *big = static_cast<char *>(bx_large_alloc(24 * MB, BX_ALIGNMENT, 0, &fresh));
-    REQUIRE(big != nullptr);
-    bx_large_free(header_of(big));
-    char *a = static_cast<char *>(bx_large_alloc(8 * MB, BX_ALIGNMENT, 0, &fresh));
-    REQUIRE(a == big);
+    char *a = cut_head(24 * MB, 8 * MB), *big = a;
     CHECK(bx_large_purge(true) == 16 * MB);
     CHECK(!mapped(big + 9 * MB));
     bx_large_free(header_of(a));
     CHECK(bx_large_cached_bytes() == 8 * MB + pg);
     CHECK(bx_large_purge(true) == 8 * MB + pg);
     // The head moves away (realloc, the tail in its way): the tail's free merges with nothing.
-    big = static_cast<char *>(bx_large_alloc(24 * MB, BX_ALIGNMENT, 0, &fresh));
-    REQUIRE(big != nullptr);
-    bx_large_free(header_of(big));
-    a = static_cast<char *>(bx_large_alloc(8 * MB, BX_ALIGNMENT, 0, &fresh));
-    REQUIRE(a == big);
+    a = big = cut_head(24 * MB, 8 * MB);
     a[0] = 5;
     char *moved = static_cast<char *>(bx_large_realloc(header_of(a), 30 * MB)); // more than both
     REQUIRE(moved != nullptr);
@@ -182,13 +187,7 @@ TEST_CASE("large: realloc grows a cut mapping in place over the cached tail abov
     bobox_free(bobox_malloc(1));
     bx_large_purge(true);
     const size_t MB = size_t(1) << 20, pg = bx_os_page_size();
-    bool fresh;
-    char *big = static_cast<char *>(bx_large_alloc(24 * MB, BX_ALIGNMENT, 0, &fresh));
-    REQUIRE(big != nullptr);
-    memset(big, 7, 24 * MB);
-    bx_large_free(header_of(big));
-    char *a = static_cast<char *>(bx_large_alloc(8 * MB, BX_ALIGNMENT, 0, &fresh));
-    REQUIRE(a == big);
+    char *a = cut_head(24 * MB, 8 * MB, 7);
     CHECK(bx_large_cached_bytes() == 16 * MB);
     // A Python list's buffer growing: in place, the tail's pages (still 7s) now its own.
     char *grown = static_cast<char *>(bx_large_realloc(header_of(a), 12 * MB));
