@@ -50,10 +50,14 @@ static bool head_ok(const bx_blockcache_t *bc, const void *block) {
     return cached_block_ok(bc, block) && (!bx_link_get(block) || cached_block_ok(bc, bx_link_get(block)));
 }
 
-static void set_head(bx_blockcache_t *bc, unsigned list, void *block) {
-    bc->heads[list] = block;
+static void mark_list(bx_blockcache_t *bc, unsigned list, bool nonempty) {
     uint64_t bit = (uint64_t)1 << (list % 64), word = bc->nonempty[list / 64];
-    __atomic_store_n(&bc->nonempty[list / 64], block ? word | bit : word & ~bit, __ATOMIC_RELAXED);
+    __atomic_store_n(&bc->nonempty[list / 64], nonempty ? word | bit : word & ~bit, __ATOMIC_RELAXED);
+}
+
+static inline void set_head(bx_blockcache_t *bc, unsigned list, void *block) {
+    bc->heads[list] = block;
+    if (bc->lists > 1) mark_list(bc, list, block != NULL); /* one list: its head says it all */
 }
 
 /* Takes the head off a list, checked with its link before either is followed. */
@@ -64,13 +68,23 @@ static void *pop_head(bx_blockcache_t *bc, unsigned list) {
     return block;
 }
 
+/* Takes the block after the head of a one-list cache (it has two or more), checked with its
+ * link before either is followed. */
+static void *unlink_second(bx_blockcache_t *bc) {
+    void *first = bc->heads[0];
+    if (!head_ok(bc, first)) corrupted(first);
+    void *second = bx_link_get(first), *third = bx_link_get(second);
+    if (third && !cached_block_ok(bc, third)) corrupted(second);
+    bx_link_set(first, third);
+    return second;
+}
+
 static inline bool has_bit(const uint64_t *bits, unsigned list) { return bits[list / 64] >> (list % 64) & 1; }
 
-static bool cache_empty(const bx_blockcache_t *bc) {
-    for (unsigned w = 0; w < BX_BLOCKCACHE_LISTS / 64; w++)
-        if (__atomic_load_n(&bc->nonempty[w], __ATOMIC_RELAXED)) return false;
-    return true;
-}
+/* Read without the lock too (would_grow): count is stored atomically, under the lock. */
+static bool cache_empty(const bx_blockcache_t *bc) { return __atomic_load_n(&bc->count, __ATOMIC_RELAXED) == 0; }
+
+static void set_count(bx_blockcache_t *bc, uint32_t count) { __atomic_store_n(&bc->count, count, __ATOMIC_RELAXED); }
 
 /* The list nearest `want` that holds a block: want itself, the nearest above, else below. */
 static unsigned nearest_list(const bx_blockcache_t *bc, unsigned want) {
@@ -89,7 +103,6 @@ static unsigned nearest_list(const bx_blockcache_t *bc, unsigned want) {
 
 /* The list a block freed into the cache goes on. */
 static unsigned list_of(const bx_blockcache_t *bc, void *block) {
-    if (bc->lists == 1) return 0;
     const bx_block_t *desc = bx_block_of(block);
     return desc->mixed ? bc->lists - 1 : desc->bin % bc->lists;
 }
@@ -110,8 +123,9 @@ static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last, 
     bc->active = ACTIVE_TICK | ACTIVE_PASS;
     if (cache_empty(bc)) return bx_blockalloc_alloc(&bc->alloc, sb_out);
     unsigned list = want;
-    if (!has_bit(bc->nonempty, want) || has_bit(bc->given_this_owner, want))
+    if (bc->lists > 1 && (!has_bit(bc->nonempty, want) || has_bit(bc->given_this_owner, want)))
         list = has_bit(bc->nonempty, bc->last_list) ? bc->last_list : nearest_list(bc, want);
+    void *block = NULL;
     if (not_last && bc->heads[0] == bc->last_given && bc->alloc.tag == BX_TAG_MEDIUM) {
         /* Not the block freed last, as glibc does not hand a freed chunk straight back: a
          * stale pointer to it would write into the next object of the size. The second
@@ -122,16 +136,14 @@ static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last, 
             void *other = bx_blockalloc_alloc(&bc->alloc, sb_out);
             if (other) return other;
         } else {
-            void *freed = pop_head(bc, 0);
-            void *block = take(bc, sb_out, false, 0);
-            bx_link_set(freed, bc->heads[0]);
-            set_head(bc, 0, freed);
-            return block;
+            block = unlink_second(bc);
         }
     }
-    void *block = pop_head(bc, list);
-    if (block == bc->last_given) bc->last_given = NULL;
-    bc->count--;
+    if (!block) {
+        block = pop_head(bc, list);
+        if (block == bc->last_given) bc->last_given = NULL;
+    }
+    set_count(bc, bc->count - 1);
     bx_superblock_t *sb = cached_sb(block);
     if (--sb->cached == 0) bc->represented--;
     if (sb_out) *sb_out = sb;
@@ -178,14 +190,17 @@ static void give(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
         bc->represented++;
     }
     sb->cached++;
-    unsigned list = list_of(bc, block);
-    bc->given_this_owner[list / 64] |= (uint64_t)1 << (list % 64);
-    bc->last_list = list;
+    unsigned list = 0;
+    if (bc->lists > 1) {
+        list = list_of(bc, block);
+        bc->given_this_owner[list / 64] |= (uint64_t)1 << (list % 64);
+        bc->last_list = list;
+    }
     bx_link_set(block, bc->heads[list]);
     ((bx_superblock_t **)block)[1] = sb;
     set_head(bc, list, block);
     bc->last_given = block;
-    bc->count++;
+    set_count(bc, bc->count + 1);
 }
 
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
@@ -195,19 +210,23 @@ void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block) {
 }
 
 static void flush(bx_blockcache_t *bc, bool give_pages) {
-    while (!cache_empty(bc)) {
-        char *block = pop_head(bc, nearest_list(bc, 0));
-        bx_superblock_t *sb = cached_sb(block);
-        sb->cached--;
-        /* A block going back to a superblock that stays in use gives back its pages (if
-         * asked), all but the one that will hold its link on the superblock's free list: the
-         * flush of an idle cache or a trim, and the superblock may stay in use long after
-         * (one object of a thread that ended keeps it). One that empties goes to its node,
-         * which may hand it to another thread at once: decided before, not read after. */
-        if (give_pages && sb->used > 1) bx_os_purge(block + 2 * sizeof(void *), bc->alloc.block_size - 2 * sizeof(void *));
-        bx_blockalloc_free(&bc->alloc, sb, block);
+    for (unsigned list = 0; list < bc->lists; list++) {
+        while (bc->heads[list]) {
+            char *block = pop_head(bc, list);
+            bx_superblock_t *sb = cached_sb(block);
+            sb->cached--;
+            /* A block going back to a superblock that stays in use gives back its pages (if
+             * asked), all but the one that will hold its link on the superblock's free list:
+             * the flush of an idle cache or a trim, and the superblock may stay in use long
+             * after (one object of a thread that ended keeps it). One that empties goes to its
+             * node, which may hand it to another thread at once: decided before, not read after. */
+            if (give_pages && sb->used > 1)
+                bx_os_purge(block + 2 * sizeof(void *), bc->alloc.block_size - 2 * sizeof(void *));
+            bx_blockalloc_free(&bc->alloc, sb, block);
+        }
     }
-    bc->count = bc->represented = 0;
+    set_count(bc, 0);
+    bc->represented = 0;
     bc->last_given = NULL;
 }
 

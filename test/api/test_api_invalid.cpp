@@ -216,14 +216,16 @@ TEST_CASE("a write after free of an object another thread freed aborts the owner
 TEST_CASE("a write after free over a medium object's cache link aborts the malloc that would follow it",
           "[api][invalid][corrupted]") {
     if (foreign_allowed() || checked_mode()) return;
+    // The head (freed last), and the block after it, which the next malloc takes instead.
+    for (bool head : {true, false})
     for (size_t at : {size_t(0), size_t(8)}) { // the link, and the word naming the superblock
-        INFO("byte " << at);
+        INFO((head ? "head" : "second") << ", byte " << at);
         auto child = in_child([&] {
             const size_t size = 200 << 10;
             void *a = a_malloc(size), *b = a_malloc(size);
             a_free(b);
             a_free(a); // cached on top of b: its link names b
-            write_after_free(a, at, 0x5a);
+            write_after_free(head ? a : b, at, 0x5a);
             for (int i = 0; i < 4; i++) a_malloc(size);
             _exit(0);
         });
