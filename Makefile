@@ -19,7 +19,7 @@ LIB_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -fPIC -pthread -Iinclude -Iallocator 
 TEST_CXXFLAGS := -std=c++17 $(WARN) $(CXXFLAGS) -g1 -pthread -Iinclude -Iallocator -Itest -DBX_TESTING
 
 # Every allocator source is built twice: for libbobox.so with BOBOX_OVERRIDE (the standard
-# names, the C++ operators, dlopen: cxx.c, operators.c and dlopen.c go only there), and for
+# names, the C++ operators, dlopen, pthread_join: the files of cxx/ go only there), and for
 # libbobox.a with BX_TESTING (bobox_* names only, and the hooks the unit tests use).
 CXX_SRCS := $(wildcard allocator/cxx/*.c)
 ALLOC_SRCS := $(filter-out $(CXX_SRCS),$(wildcard allocator/*/*.c))

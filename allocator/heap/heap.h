@@ -39,6 +39,7 @@ typedef struct bx_heap {
     unsigned shared_slot;     /* a shared heap's slot: its lock (thread.c) */
     struct bx_heap *next_all; /* every heap, for stats and fork (thread.c) */
     struct bx_heap *next_abandoned;
+    bool parked; /* abandoned while its thread waits (thread.c): no other thread adopts it */
     size_t map_size;
     bx_bin_t small[BX_SMALL_BINS];
     bx_bin_t *bin_for[BX_SMALL_STEPS];       /* malloc's table: the bin of each 16-byte step */

@@ -65,6 +65,11 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
      * exit is frequent and leaves the blocks to the next thread, and out of memory may come
      * from inside a block allocator, in the middle of its update, with its cache locked. */
     if (level == BX_RELEASE_TRIM) {
+        /* And the pages of its blocks that hold no live object: an ownerless heap's last
+         * objects are scattered over blocks no thread allocates from (a main thread that
+         * waits while workers replace what it built: 5 MB in 86 blocks). */
+        for (unsigned i = 0; i < BX_SMALL_BINS; i++)
+            if (bx_bin_formatted(&h->small[i])) bx_bin_purge_pages(&h->small[i]);
         bx_blockcache_discard_free(&h->small_blocks);
         for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_discard_free(&h->medium[i]);
     }

@@ -131,18 +131,24 @@ static void drain_pile(bx_remote_t *r) {
 
 /* ---- a thread's start and end ----------------------------------------------------------- */
 
-static void thread_exit(void *arg) {
-    bx_heap_t *h = arg;
-    bx_tls_heap = bx_tls_fast = NULL;
-    bx_tls_alloc.bin_for = bin_for_none;
-    tls_torn_down = true; /* later mallocs of this thread go to a shared heap */
-    if (!h || h->state != BX_HEAP_LIVE) return;
+/* The calling thread gives up its heap h: its frees so far stay, other threads' frees of
+ * its objects pile up there and are drained by whoever notices (drain_pile), its caches
+ * keep their pages for whoever adopts it. */
+static void leave(bx_heap_t *h) {
     bx_retention_release_heap(h, BX_RELEASE_THREAD_EXIT);
     h->idle_since_ns = bx_now_ns();
     bx_reclaimer_pages_left();
     bx_lock(&registry_lock);
     push_abandoned(h);
     bx_unlock(&registry_lock);
+}
+
+static void thread_exit(void *arg) {
+    bx_heap_t *h = arg;
+    bx_tls_heap = bx_tls_fast = NULL;
+    bx_tls_alloc.bin_for = bin_for_none;
+    tls_torn_down = true; /* later mallocs of this thread go to a shared heap */
+    if (h && h->state == BX_HEAP_LIVE) leave(h);
 }
 
 /* Whether a heap holds objects its threads allocated and nobody freed yet. */
@@ -181,7 +187,7 @@ static bx_heap_t *adopt(int node, enum adopt_which which, int state) {
     unsigned looks = 0;
     bx_lock(&registry_lock);
     for (bx_heap_t **link = &abandoned; *link; link = &(*link)->next_abandoned) {
-        if ((*link)->node != node) continue;
+        if ((*link)->node != node || (*link)->parked) continue;
         if (which != ADOPT_ANY && holds_live(*link) != (which == ADOPT_LIVE)) {
             if (++looks == ADOPT_LIVE_LOOKS) break;
             continue;
@@ -207,10 +213,11 @@ static bool proven_busy(void) {
 }
 
 /* h, an abandoned heap of this node, for the calling thread, unless another took it first. */
-static bx_heap_t *adopt_this(bx_heap_t *h) {
+static bx_heap_t *adopt_this(bx_heap_t *h, bool parked) {
     if (h->node != bx_node_current()) return NULL;
     bx_lock(&registry_lock);
-    bool taken = unlink_abandoned(h, BX_HEAP_LIVE);
+    bool taken = h->parked == parked && unlink_abandoned(h, BX_HEAP_LIVE);
+    if (taken) h->parked = false;
     bx_unlock(&registry_lock);
     return taken ? restart(h) : NULL;
 }
@@ -224,7 +231,7 @@ static bx_heap_t *adopt_freed_from(void) {
     bool mostly = tls_light.frees_from >= BX_BUSY_OPS / 2;
     tls_light.freeing_from = NULL;
     tls_light.frees_from = 0;
-    return mostly ? adopt_this(h) : NULL;
+    return mostly ? adopt_this(h, false) : NULL;
 }
 
 bx_heap_t *bx_thread_heap_slow(void) {
@@ -246,6 +253,34 @@ static bx_heap_t *install(bx_heap_t *h) {
     return h;
 }
 
+bx_heap_t *bx_thread_park(void) {
+    bx_heap_t *h = bx_tls_heap;
+    /* Checked mode follows each object's owner: every thread keeps its heap. */
+    if (!h || bx_options.check || h->state != BX_HEAP_LIVE) return NULL;
+    bx_tls_heap = bx_tls_fast = NULL;
+    bx_tls_alloc.bin_for = bin_for_none;
+    /* Its exit must not abandon the heap again once another thread has adopted it. */
+    pthread_setspecific(exit_key, NULL);
+    h->parked = true; /* before it is on the abandoned list */
+    leave(h);
+    return h;
+}
+
+void bx_thread_unpark(bx_heap_t *h) {
+    if (!h || bx_tls_heap) return;
+    /* A sender may be draining its pile this moment (drain_pile): it gives it back soon. */
+    for (int tries = 0; tries < 1000 && atomic_load(&h->state) == BX_HEAP_RECLAIMING; tries++) sched_yield();
+    bx_heap_t *taken = adopt_this(h, true);
+    if (taken) {
+        install(taken);
+        return;
+    }
+    /* This thread moved to another node meanwhile: the heap is any thread's to adopt. */
+    bx_lock(&registry_lock);
+    h->parked = false;
+    bx_unlock(&registry_lock);
+}
+
 bx_heap_t *bx_thread_count_op(bx_heap_t *freed_from) {
     /* A thread's first call: a heap an exited thread left on this node with objects still
      * live is most likely its predecessor's, whose work (and objects) it takes over: the
@@ -260,7 +295,7 @@ bx_heap_t *bx_thread_count_op(bx_heap_t *freed_from) {
      * 1.4x the peak). */
     if (BX_UNLIKELY(!tls_light.counting) && !tls_torn_down) { /* proven_busy counts from here */
         tls_light.counting = true;
-        bx_heap_t *h = freed_from && freed_from->state == BX_HEAP_ABANDONED ? adopt_this(freed_from) : NULL;
+        bx_heap_t *h = freed_from && freed_from->state == BX_HEAP_ABANDONED ? adopt_this(freed_from, false) : NULL;
         if (!h) h = adopt(bx_node_current(), ADOPT_LIVE, BX_HEAP_LIVE);
         if (h) return install(h);
         bx_tls_alloc.sample_left = countdown_start ? countdown_start() : INT64_MAX;
@@ -508,6 +543,7 @@ static void fork_child(void) {
      * stays with them; frees into them still go to their remote lists safely). */
     for (bx_heap_t *h = all_heaps; h; h = h->next_all) {
         bx_remote_after_fork(&h->remote);
+        h->parked = false; /* its thread is not in the child: any thread may adopt it */
         if (h != bx_tls_heap && (h->state == BX_HEAP_LIVE || h->state == BX_HEAP_RECLAIMING))
             bx_heap_set_state(h, BX_HEAP_LOST);
     }

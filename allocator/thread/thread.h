@@ -64,6 +64,13 @@ void bx_thread_unlock_shared(bx_heap_t *h);
 /* Allocation for a thread without a heap: its CPU's shared heap, under its lock. */
 void *bx_thread_alloc_shared(size_t size);
 
+/* A thread about to wait long (front/join.c) leaves its heap as at its exit, so that other
+ * threads' frees of its objects are drained and reused meanwhile, not held until it runs
+ * again; the heap, or NULL if it had none to leave. Unpark takes it back, if no thread
+ * adopted it meanwhile (else the thread's next malloc finds a heap as a new thread does). */
+bx_heap_t *bx_thread_park(void);
+void bx_thread_unpark(bx_heap_t *h);
+
 /* malloc_trim and out of memory: the caller's heap and every ownerless one give back what
  * is free; every other live heap is asked to at its owner's next malloc. */
 void bx_thread_release_all(enum bx_release_level level);
