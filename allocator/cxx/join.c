@@ -32,6 +32,8 @@ static join_fn real_join(void) {
     return f;
 }
 
+static void unpark_on_cancel(void *heap) { bx_thread_unpark(heap); }
+
 BX_API int pthread_join(pthread_t thread, void **retval) {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
@@ -44,7 +46,11 @@ BX_API int pthread_join(pthread_t thread, void **retval) {
     int rc = pthread_clockjoin_np(thread, retval, CLOCK_MONOTONIC, &until);
     if (rc != ETIMEDOUT) return rc;
     bx_heap_t *h = bx_thread_park();
+    /* Cancelled in the join (a cancellation point), the thread takes its heap back before it
+     * unwinds, and leaves it at its exit as any thread does. */
+    pthread_cleanup_push(unpark_on_cancel, h);
     rc = real_join()(thread, retval);
+    pthread_cleanup_pop(0);
     bx_thread_unpark(h);
     return rc;
 }
