@@ -48,8 +48,10 @@ typedef struct bx_heap {
     size_t allocs_at_reclaim[BX_SMALL_BINS]; /* each bin's allocs at the last empty-top scan */
     uint8_t idle_scans[BX_SMALL_BINS];       /* such scans in a row that found the bin idle */
     size_t frees_at_purge[BX_SMALL_BINS];    /* each bin's frees when its pages were last given back */
+    bool purge_spared[BX_SMALL_BINS];        /* and whether that pass spared its sparse blocks */
     size_t frees_at_scan[BX_SMALL_BINS];     /* and at the last empty-top scan */
     uint64_t still_since_ns[BX_SMALL_BINS];  /* since when scans found neither allocs nor frees */
+    uint16_t still_scans[BX_SMALL_BINS];     /* and how many scans found it so since */
     bx_blockcache_t medium[BX_MEDIUM_BINS];  /* one block allocator per medium bin */
     bx_heap_counters_t counters;
     /* Mixed blocks (mixed.h), linked by their prev and next; malloc tries them from the
@@ -90,12 +92,14 @@ void bx_heap_reset_bin_table(bx_heap_t *h);
 extern bx_bin_t bx_heap_bin_none;
 
 /* A bin that allocates nothing gives back the pages of its blocks that hold no live object
- * (bx_bin_purge_pages), when frees came in since it last did: its chains and kept objects
- * go first. True if it did; false leaves the bin as it was. */
-bool bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin);
+ * (bx_bin_purge_pages), when frees came in since it last did or it last spared some: its
+ * chains and kept objects go first. spare_sparse: not the pages of its sparse blocks, which
+ * other sizes growing would take back as soon as they mix (below). True if it did; false
+ * leaves the bin as it was. */
+bool bx_heap_purge_idle_bin(bx_heap_t *h, unsigned bin, bool spare_sparse);
 
-/* A bin that allocated and freed nothing since its last purge (above): its blocks that stayed
- * at least 3/4 free since then become mixed (mixed.h), unless BOBOX_MIXED=0. */
+/* A bin that allocated and freed nothing since its last purge (above): its sparse blocks
+ * (bx_block_sparse) become mixed (mixed.h), unless BOBOX_MIXED=0. */
 void bx_heap_mix_idle_bin(bx_heap_t *h, unsigned bin);
 /* Blocks mix only while sizes that can use their gaps grow by this many blocks in a tick: a
  * vector doubled through the sizes is not such growth, and sizes below BX_MIXED_MIN_SIZE

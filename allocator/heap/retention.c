@@ -16,7 +16,7 @@ static void release_bins(bx_heap_t *h, bool idle_only) {
         bx_bin_t *b = &h->small[i];
         if (!idle_only) {
             bx_bin_release_kept(b);
-        } else if (bx_bin_allocs(b) == h->allocs_at_tick[i] && !bx_heap_purge_idle_bin(h, i)) {
+        } else if (bx_bin_allocs(b) == h->allocs_at_tick[i] && !bx_heap_purge_idle_bin(h, i, false)) {
             if (h->mixable_growth >= BX_MIX_GROWTH_BLOCKS) bx_heap_mix_idle_bin(h, i);
             /* No frees to purge pages for: the front cache still goes into its blocks, which
              * can then drain, and a shared heap's idle size drops its chains too (the threads
@@ -69,7 +69,7 @@ void bx_retention_release_heap(bx_heap_t *h, enum bx_release_level level) {
          * objects are scattered over blocks no thread allocates from (a main thread that
          * waits while workers replace what it built: 5 MB in 86 blocks). */
         for (unsigned i = 0; i < BX_SMALL_BINS; i++)
-            if (bx_bin_formatted(&h->small[i])) bx_bin_purge_pages(&h->small[i]);
+            if (bx_bin_formatted(&h->small[i])) bx_bin_purge_pages(&h->small[i], false);
         bx_blockcache_discard_free(&h->small_blocks);
         for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) bx_blockcache_discard_free(&h->medium[i]);
     }

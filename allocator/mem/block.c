@@ -118,7 +118,7 @@ size_t bx_block_give_pages(const bx_block_t *b, uint16_t pages) {
 size_t bx_block_purge_pages(bx_block_t *b) {
     uint32_t free = bx_block_free_count(b);
     if (free == b->purge_seen) return 0;
-    b->purge_seen = (uint16_t)free; /* also what tells a block that stayed as it was (heap.c) */
+    b->purge_seen = (uint16_t)free;
     if (bx_os_page_size() != BX_PURGE_PAGE) return 0;
     uint32_t size = b->size, carved = b->carved / size;
     uint64_t listed_map[BX_BLOCK_MAP_WORDS] = {0};

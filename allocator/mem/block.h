@@ -141,6 +141,8 @@ static inline uint32_t bx_block_slot_step(const bx_block_t *b) { return b->div_m
 /* The first slot never handed out (for the owner). */
 static inline char *bx_block_bump(const bx_block_t *b) { return b->mem + b->carved; }
 static inline uint32_t bx_block_free_count(const bx_block_t *b) { return (uint32_t)(b->capacity - b->used); }
+/* At least 3/4 free: a block of an idle size this sparse may mix (heap.c, mixed.h). */
+static inline bool bx_block_sparse(const bx_block_t *b) { return 4 * bx_block_free_count(b) >= 3u * b->capacity; }
 
 /* Formats descriptor b for its fresh (or reused) 64 KB block at mem, for objects of `size`
  * owned by `heap`. */

@@ -313,11 +313,12 @@ void bx_bin_front_full(bx_bin_t *b) {
     b->front.cap = 0;
 }
 
-size_t bx_bin_purge_pages(bx_bin_t *b) {
+size_t bx_bin_purge_pages(bx_bin_t *b, bool spare_sparse) {
     size_t bytes = 0;
     for (unsigned list = BX_LIST_ALMOST_FULL; list < BX_LIST_COUNT; list++)
         for (bx_block_t *blk = b->lists[bx_bin_list_slot(list)]; blk; blk = blk->next)
-            if (!blk->chain_refs && !bx_block_is_keep(blk)) bytes += bx_block_purge_pages(blk);
+            if (!blk->chain_refs && !bx_block_is_keep(blk) && !(spare_sparse && bx_block_sparse(blk)))
+                bytes += bx_block_purge_pages(blk);
     return bytes;
 }
 

@@ -114,8 +114,9 @@ bool bx_bin_release_empty_top(bx_bin_t *b);
  * ones back to the cache. */
 void bx_bin_flush(bx_bin_t *b);
 /* Gives back the pages of the bin's listed blocks that hold no live object (blocks that
- * chains name are left alone: their counts include those pages' slots); the bytes. */
-size_t bx_bin_purge_pages(bx_bin_t *b);
+ * chains name are left alone: their counts include those pages' slots); the bytes.
+ * spare_sparse: not those of sparse blocks (bx_block_sparse), which the heap may mix. */
+size_t bx_bin_purge_pages(bx_bin_t *b, bool spare_sparse);
 /* Takes blk, a block no chain names, off its list, and puts it back on the one its fill level
  * says. */
 void bx_bin_detach(bx_bin_t *b, bx_block_t *blk);

@@ -4,7 +4,10 @@
 //                          MB with 1-4 KB objects: peak RSS at most MAX_PEAK_PCT % of MB
 //                          above the start (2.09x with whole blocks only, 1.83x with pages,
 //                          1.38x once the idle sizes' blocks mix and the 1-4 KB objects fill
-//                          their gaps)
+//                          their gaps); with MAX_REFAULT_KB set, the refill faults in at
+//                          most that many KB beyond what RSS grew by (pages given back and
+//                          then written again: 17 MB of 64 when sizes gave back the pages of
+//                          blocks that mixed next)
 //   mem_reshape idle MB    the same fill and frees, then the thread only mallocs another size
 //                          now and then for 4 decay delays: RSS falls by at least a fifth
 //                          of MB; then the small sizes are allocated again, up to the first
@@ -12,6 +15,7 @@
 // Every object is tagged and checked before it is freed, and at the end: a slot handed out
 // twice, or a live object's page given back, fails. Exit 0 when all holds.
 #include <stdint.h>
+#include <sys/resource.h>
 #include <time.h>
 #include "mem_common.h"
 
@@ -37,6 +41,12 @@ static void put(struct obj *o, size_t n, unsigned char tag) {
 
 static void check(const struct obj *o) {
     for (size_t i = 0; i < o->n; i++) CHECK(o->p[i] == o->tag, "object %p byte %zu changed", (void *)o->p, i);
+}
+
+static long minor_faults(void) {
+    struct rusage ru;
+    CHECK(getrusage(RUSAGE_SELF, &ru) == 0, "getrusage");
+    return ru.ru_minflt;
 }
 
 static void sleep_ms(long ms) {
@@ -67,15 +77,22 @@ int main(int argc, char **argv) {
         }
     }
     if (!idle) {
+        long refill_start_kb = rss_kb(), faults_before = minor_faults();
         while (live < target) {
             CHECK(kept < cap, "object table full");
             put(&o[kept], 1024 + next_random() % 3073, (unsigned char)(kept * 3));
             live += o[kept++].n;
         }
+        long page_kb = sysconf(_SC_PAGESIZE) / 1024;
+        long refault_kb = (minor_faults() - faults_before) * page_kb - (peak_rss_kb() - refill_start_kb);
         long grown_kb = peak_rss_kb() - start_kb, limit_kb = env_long("MAX_PEAK_PCT", 150) * (long)(target >> 10) / 100;
-        printf("mem_reshape grow: peak %ld KB above the start for %zu KB live (%.2fx; limit %ld KB)\n", grown_kb,
-               live >> 10, (double)grown_kb / (double)(live >> 10), limit_kb);
+        printf("mem_reshape grow: peak %ld KB above the start for %zu KB live (%.2fx; limit %ld KB); "
+               "the refill faulted %ld KB beyond its growth\n",
+               grown_kb, live >> 10, (double)grown_kb / (double)(live >> 10), limit_kb, refault_kb);
         CHECK(grown_kb <= limit_kb, "peak %ld KB > %ld KB", grown_kb, limit_kb);
+        long max_refault_kb = env_long("MAX_REFAULT_KB", -1);
+        CHECK(max_refault_kb < 0 || refault_kb <= max_refault_kb, "the refill faulted %ld KB beyond its growth > %ld KB",
+              refault_kb, max_refault_kb);
     } else {
         long before_kb = rss_kb();
         long decay_ms = env_long("BOBOX_DECAY_MS", 1000);

@@ -18,6 +18,7 @@ const char *probe_core(void);
 void probe_core_free_inside(void);
 int64_t probe_countdown_in_new_thread(void);
 const char *probe_mixed(void);
+const char *probe_purge_spares_sparse(void);
 const char *probe_mixed_runs(void);
 void probe_mixed_write_after_free(void);
 }
@@ -80,6 +81,12 @@ TEST_CASE("a mixed block keeps its survivors, cuts any size from its gaps, tells
           "goes back once empty",
           "[heap][mixed]") {
     REQUIRE(ok(probe_mixed()) == "");
+}
+
+TEST_CASE("an idle size's pass spares its sparse blocks' pages when asked, gives them back at the next pass not "
+          "asked to, and a mix after it takes them whole",
+          "[heap][mixed]") {
+    REQUIRE(ok(probe_purge_spares_sparse()) == "");
 }
 
 TEST_CASE("a mixed block's index of long runs: every gap is cut, those it left out too; a freed gap is cut again; "

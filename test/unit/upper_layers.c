@@ -418,9 +418,9 @@ static const char *mixed_heap_keeping(bool (*kept)(uint64_t), bx_heap_t **out, b
     for (int i = 0; i < N; i++) CHECK((objs[i] = bx_heap_alloc(h, 64)) != NULL, "allocation %d failed", i);
     for (int i = 0; i < N; i++)
         if (!kept((uint64_t)i)) free_own(h, objs[i]);
-    CHECK(bx_heap_purge_idle_bin(h, bx_small_bin(64)), "the idle bin was not purged");
+    CHECK(bx_heap_purge_idle_bin(h, bx_small_bin(64), false), "the idle bin was not purged");
     CHECK(h->mixed_blocks == NULL, "blocks mixed at the first pass, while their objects could still be leaving");
-    CHECK(!bx_heap_purge_idle_bin(h, bx_small_bin(64)), "purged again with no frees since");
+    CHECK(!bx_heap_purge_idle_bin(h, bx_small_bin(64), false), "purged again with no frees since");
     bx_heap_mix_idle_bin(h, bx_small_bin(64));
     CHECK(h->mixed_blocks != NULL, "no block mixed");
     CHECK(bx_heap_check(h), "bx_heap_check failed after the blocks mixed");
@@ -433,6 +433,56 @@ static const char *mixed_heap_keeping(bool (*kept)(uint64_t), bx_heap_t **out, b
     }
     *out = h;
     *blk_out = h->mixed_blocks;
+    return NULL;
+}
+
+/* Pages given back by a bin's blocks so far: the pages their masks record. */
+static unsigned purged_pages(const bx_bin_t *b) {
+    unsigned pages = 0;
+    for (unsigned list = BX_LIST_ALMOST_FULL; list < BX_LIST_COUNT; list++)
+        for (const bx_block_t *blk = b->lists[bx_bin_list_slot(list)]; blk; blk = blk->next)
+            pages += (unsigned)__builtin_popcount(blk->purged);
+    return pages;
+}
+
+/* 1 KB objects, 7/8 freed (a page free of them: 59%): a pass asked to spare sparse blocks keeps their pages, a second
+ * such pass does nothing, and the first pass not asked to gives them back; a mix after the
+ * sparing pass takes the blocks with all their pages. */
+static const char *sparse_heap(bx_heap_t **out) {
+    enum { N = 1024 };
+    static char *objs[N];
+    bx_heap_t *h = *out = bx_heap_create(0, BX_HEAP_LIVE);
+    CHECK(h, "no heap");
+    for (int i = 0; i < N; i++) CHECK((objs[i] = bx_heap_alloc(h, 1024)) != NULL, "allocation %d failed", i);
+    for (int i = 0; i < N; i++)
+        if (!kept_at_random((uint64_t)i)) free_own(h, objs[i]);
+    return NULL;
+}
+
+const char *probe_purge_spares_sparse(void) {
+    start();
+    unsigned bin = bx_small_bin(1024);
+    bx_heap_t *h;
+    const char *err = sparse_heap(&h);
+    if (err) return err;
+    bx_bin_t *b = &h->small[bin];
+    CHECK(bx_heap_purge_idle_bin(h, bin, true), "the sparing pass did not run");
+    CHECK(purged_pages(b) == 0, "the sparing pass gave back %u pages", purged_pages(b));
+    CHECK(!bx_heap_purge_idle_bin(h, bin, true), "a second sparing pass ran with no frees since");
+    CHECK(bx_heap_purge_idle_bin(h, bin, false), "the pass after a sparing one did not run");
+    unsigned given = purged_pages(b);
+    CHECK(given > 0, "no page given back by the pass after the sparing one");
+    CHECK(!bx_heap_purge_idle_bin(h, bin, false), "a third pass ran with nothing spared and no frees since");
+    CHECK(bx_heap_check(h), "bx_heap_check failed after the passes");
+
+    /* Again, with a mix after the sparing pass: no mixed block has a page given back. */
+    if ((err = sparse_heap(&h))) return err;
+    CHECK(bx_heap_purge_idle_bin(h, bin, true), "the sparing pass did not run");
+    bx_heap_mix_idle_bin(h, bin);
+    CHECK(h->mixed_blocks != NULL, "no block mixed after the sparing pass");
+    for (bx_block_t *blk = h->mixed_blocks; blk; blk = blk->next)
+        CHECK(blk->purged == 0, "a block mixed with pages given back (%#x)", blk->purged);
+    CHECK(bx_heap_check(h), "bx_heap_check failed after the mix");
     return NULL;
 }
 
