@@ -124,7 +124,11 @@ void bx_remote_after_fork(bx_remote_t *r) {
         _Atomic(void *) *slot = &r->inbox[head & (BX_INBOX_SLOTS - 1)];
         void *obj = atomic_load_explicit(slot, memory_order_relaxed);
         atomic_store_explicit(slot, NULL, memory_order_relaxed);
-        if (!obj) continue;
+        /* A sender that did not come into the child stores a batch's words last first: past
+         * a slot it never filled may stand the second word of a run whose first it never
+         * stored. Not an object: the run stays in transit for good (its block counts it live,
+         * its bytes, at most BX_RUN_BYTES, stay counted as waiting). */
+        if (!obj || ((uintptr_t)obj & BX_RUN_META)) continue;
         if ((uintptr_t)obj & BX_RUN_HEAD) {
             /* Filled before its first word, so present. */
             _Atomic(void *) *meta = &r->inbox[++head & (BX_INBOX_SLOTS - 1)];

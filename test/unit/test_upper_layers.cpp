@@ -12,6 +12,7 @@ const char *probe_heap_medium(void);
 const char *probe_front(size_t size);
 const char *probe_remote_free(void);
 const char *probe_remote_runs_overflow(void);
+const char *probe_remote_after_fork_hole(void);
 const char *probe_keep_bound(void);
 const char *probe_tick(void);
 const char *probe_core(void);
@@ -51,6 +52,19 @@ TEST_CASE("another heap's free reaches the owner through its remote list and the
 
 TEST_CASE("runs of remote frees past the owner's inbox take its list and all come back", "[heap][remote]") {
     REQUIRE(ok(probe_remote_runs_overflow()) == "");
+}
+
+TEST_CASE("after fork, a run whose first word its sender never stored is skipped, not written through",
+          "[heap][remote][fork]") {
+    // In a child: the build before this test wrote through the run's second word and died.
+    auto [sig, err] = in_child([] {
+        if (const char *failure = probe_remote_after_fork_hole()) {
+            fputs(failure, stderr);
+            _exit(1);
+        }
+    });
+    INFO(err);
+    REQUIRE(sig == 0);
 }
 
 TEST_CASE("a heap's keeps together hold at most their bound of other heaps' objects, and reopen once emptied",

@@ -151,6 +151,49 @@ const char *probe_remote_runs_overflow(void) {
     return NULL;
 }
 
+/* A fork child's view of an inbox whose sender did not come along: it had stored a run's
+ * second word and not yet its first (a batch's words go in last first) when another thread
+ * forked. The child's after-fork pass moves the plain objects onto the list and leaves the
+ * run in transit; it never takes the second word for an object (the build before wrote
+ * through it: a fork storm's child died of SIGSEGV now and then). */
+const char *probe_remote_after_fork_hole(void) {
+    enum { RUN = 8 };
+    start();
+    bx_heap_t *owner = bx_heap_create(0, BX_HEAP_LIVE), *from = bx_heap_create(0, BX_HEAP_LIVE);
+    CHECK(owner && from, "no heaps");
+    void *run[RUN];
+    for (int i = 0; i < RUN; i++) CHECK((run[i] = bx_heap_alloc(owner, 64)), "no object %d", i);
+    char *plain = bx_heap_alloc(owner, 256);
+    CHECK(plain, "no plain object");
+    uint32_t first = atomic_load(&owner->remote.inbox_tail);
+    /* `from` keeps no 64 B objects: they go home in a run (after the first, sent alone). */
+    for (int i = 0; i < RUN; i++) bx_heap_free_foreign_small(from, bx_block_of(run[i]), run[i]);
+    bx_outbox_flush(&from->outbox);
+    bx_block_t *pb = bx_block_of(plain);
+    bx_heap_send_home(from, pb->home, plain, pb->size, bx_block_key(pb));
+    bx_outbox_flush(&from->outbox);
+    uint32_t last = atomic_load(&owner->remote.inbox_tail), head_at = last;
+    _Atomic(void *) *slot = owner->remote.inbox;
+    for (uint32_t k = first; k < last && head_at == last; k++)
+        if ((uintptr_t)atomic_load(&slot[k % BX_INBOX_SLOTS]) & BX_RUN_HEAD) head_at = k;
+    CHECK(head_at + 1 < last, "no run in the inbox's %u words", last - first);
+    uintptr_t meta = (uintptr_t)atomic_load(&slot[(head_at + 1) % BX_INBOX_SLOTS]);
+    CHECK((meta & BX_RUN_META) && bx_run_meta_count(meta) > 1, "a run's first word without its second");
+    atomic_store(&slot[head_at % BX_INBOX_SLOTS], NULL); /* the first word, never stored */
+    uint32_t used_before = pb->used;
+    bx_remote_after_fork(&owner->remote);
+    CHECK(atomic_load(&owner->remote.inbox_head) == last, "the inbox was not emptied");
+    unsigned listed = 0;
+    for (void *o = atomic_load(&owner->remote.list); o && listed <= last - first; o = bx_link_get(o)) listed++;
+    CHECK(listed == last - first - 2, "%u objects on the list for the %u plain words", listed, last - first - 2);
+    bx_heap_drain(owner);
+    CHECK(!bx_heap_remote_pending(owner), "the drain left remote frees");
+    CHECK(bx_heap_check(owner), "bx_heap_check failed after the drain");
+    CHECK(pb->used == used_before - 1, "the plain object did not go back to its block (%u used, %u before)", pb->used,
+          used_before);
+    return NULL;
+}
+
 static size_t keeps_held(const bx_heap_t *h) {
     size_t held = 0;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) held += bx_keep_held_bytes(&h->keep[i]);
