@@ -22,7 +22,7 @@ uint32_t bx_bin_ring_size(uint32_t size) { return bx_chainstack_ring_size(max_ch
 void bx_bin_init(bx_bin_t *b, unsigned index, uint32_t size, bx_chain_t *ring, uint32_t ring_size,
                  bx_blockcache_t *cache) {
     bx_chainstack_init(&b->chains, ring, ring_size);
-    b->front.word = 0;
+    b->front.n = b->front.pushes = 0;
     b->front.cap = b->front_max = bx_front_capacity(size);
     b->front_full_frees = 0;
     b->front_mark = 0;
