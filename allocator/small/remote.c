@@ -124,10 +124,10 @@ void bx_remote_after_fork(bx_remote_t *r) {
         _Atomic(void *) *slot = &r->inbox[head & (BX_INBOX_SLOTS - 1)];
         void *obj = atomic_load_explicit(slot, memory_order_relaxed);
         atomic_store_explicit(slot, NULL, memory_order_relaxed);
-        /* A sender that did not come into the child stores a batch's words last first: past
-         * a slot it never filled may stand the second word of a run whose first it never
-         * stored. Not an object: the run stays in transit for good (its block counts it live,
-         * its bytes, at most BX_RUN_BYTES, stay counted as waiting). */
+        /* Words are stored last first and taken first to last: past a slot that a sender
+         * not in the child never filled, or whose word the owner had just taken, may stand a
+         * run's second word without its first. Not an object: skipped (a run so cut stays
+         * in transit for good, its bytes, at most BX_RUN_BYTES, counted as waiting). */
         if (!obj || ((uintptr_t)obj & BX_RUN_META)) continue;
         if ((uintptr_t)obj & BX_RUN_HEAD) {
             /* Filled before its first word, so present. */
