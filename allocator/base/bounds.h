@@ -12,7 +12,7 @@
 #define BX_KEEP_MAX 1024
 #define BX_KEEP_HEAP_BYTES (2 * BX_MB)
 /* All of a heap's keep blocks, counted by chains or not: past BX_KEEP_HELD_BYTES every keep
- * that holds objects takes no more; below half of it all take up to their capacity again.
+ * that holds objects takes no more; below a quarter of it all take up to their capacity again.
  * Checked every BX_KEEP_BALANCE_FREES frees of other heaps' objects. */
 #define BX_KEEP_HELD_BYTES (4 * BX_MB)
 #define BX_KEEP_BALANCE_FREES 256

@@ -67,7 +67,7 @@ TEST_CASE("after fork, a run whose first word its sender never stored is skipped
     REQUIRE(sig == 0);
 }
 
-TEST_CASE("a heap's keeps together hold at most their bound of other heaps' objects, and reopen once emptied",
+TEST_CASE("a heap's keeps together hold at most their bound of other heaps' objects, and reopen only below a quarter of it",
           "[heap][remote]") {
     REQUIRE(ok(probe_keep_bound()) == "");
 }

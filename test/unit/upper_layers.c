@@ -200,6 +200,24 @@ static size_t keeps_held(const bx_heap_t *h) {
     return held;
 }
 
+/* Mallocs of sizes MIN..MAX in `from` until its keeps hold less than `below`. */
+static const char *take_kept_below(bx_heap_t *from, size_t min, size_t max, int per_size, size_t below) {
+    for (size_t size = min; size <= max && keeps_held(from) >= below; size += 16)
+        for (int i = 0; i < per_size && from->keep[bx_small_bin(size)].carved && keeps_held(from) >= below; i++)
+            CHECK(bx_heap_alloc(from, size), "no object of %zu B", size);
+    return NULL;
+}
+
+/* n objects of `owner` freed by `from`: foreign frees, each kept or sent home. */
+static const char *free_foreign(bx_heap_t *owner, bx_heap_t *from, size_t size, int n) {
+    for (int i = 0; i < n; i++) {
+        char *obj = bx_heap_alloc(owner, size);
+        CHECK(obj, "no owner object of %zu B", size);
+        bx_heap_free_foreign_small(from, bx_block_of(obj), obj);
+    }
+    return NULL;
+}
+
 /* A heap that frees another's objects of many sizes, each size's keep on its top chain
  * (where no per-heap bound of uncounted objects applies), holds at most BX_KEEP_HELD_BYTES
  * of them, plus what one balance interval adds; once its mallocs took most of them back,
@@ -241,15 +259,16 @@ const char *probe_keep_bound(void) {
     CHECK(held >= BX_KEEP_HELD_BYTES / 2, "the keeps hold only %zu B", held);
     CHECK(from->keeps_closed, "the keeps are not closed at %zu B", held);
     CHECK(bx_heap_check(from) && bx_heap_check(owner), "bx_heap_check failed with the keeps closed");
-    /* The keeper's mallocs take its kept objects back, down to under half the bound. */
-    for (size_t size = MIN; size <= MAX && keeps_held(from) >= BX_KEEP_HELD_BYTES / 4; size += 16)
-        for (int i = 0; i < PER_SIZE && from->keep[bx_small_bin(size)].carved; i++)
-            CHECK(bx_heap_alloc(from, size), "no object of %zu B", size);
-    for (int i = 0; i < BX_KEEP_BALANCE_FREES; i++) {
-        char *obj = bx_heap_alloc(owner, MIN);
-        CHECK(obj, "no owner object of %d B", MIN);
-        bx_heap_free_foreign_small(from, bx_block_of(obj), obj);
-    }
+    /* Its mallocs take the kept objects back: under half the bound they stay closed (once
+     * reopened there, they filled again at once), under a quarter they open again. */
+    const char *err = take_kept_below(from, MIN, MAX, PER_SIZE, BX_KEEP_HELD_BYTES / 2);
+    if (err) return err;
+    CHECK(keeps_held(from) >= BX_KEEP_HELD_BYTES / 4 + BX_KEEP_BALANCE_FREES * (size_t)MIN,
+          "the mallocs took the keeps down to %zu B", keeps_held(from));
+    if ((err = free_foreign(owner, from, MIN, BX_KEEP_BALANCE_FREES))) return err;
+    CHECK(from->keeps_closed, "the keeps opened again at %zu B", keeps_held(from));
+    if ((err = take_kept_below(from, MIN, MAX, PER_SIZE, BX_KEEP_HELD_BYTES / 8))) return err;
+    if ((err = free_foreign(owner, from, MIN, BX_KEEP_BALANCE_FREES))) return err;
     CHECK(!from->keeps_closed, "the keeps stay closed at %zu B", keeps_held(from));
     bx_block_t *keep = &from->keep[bx_small_bin(MAX)];
     CHECK(keep->capacity == bx_keep_capacity(keep->size), "a keep's capacity is %u after the reopening",
