@@ -130,8 +130,8 @@ static BX_NOINLINE void balance_keeps(bx_heap_t *h) {
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) held += bx_keep_held_bytes(&h->keep[i]);
     bool close = held > BX_KEEP_HELD_BYTES;
     /* Closed again while over (keeps that grew since take no more either); opened once
-     * below a quarter: reopened at half, crossfree's keeps refilled at once and held 1 MB
-     * more a thread for no less remote traffic. */
+     * below a quarter: reopened at half, crossfree's keeps filled again at once and held
+     * 1 MB more a thread, in the same time (docs/design.md, Kept frees). */
     if (!close && (!h->keeps_closed || held >= BX_KEEP_HELD_BYTES / 4)) return;
     for (unsigned i = 0; i < BX_SMALL_BINS; i++) {
         if (close)
