@@ -18,6 +18,10 @@
 #define BX_KEEP_BALANCE_FREES 256
 
 /* Block caches (blockcache.h), bounded by the superblocks they hold blocks of (DESIGN §5). */
+/* A small block cache lends what it holds beyond this to an empty one of its node; a borrower
+ * looks at this many caches, starting where it last found one. */
+#define BX_LEND_RESERVE_BLOCKS 16
+#define BX_LEND_SCAN 64
 #define BX_SMALL_BLOCK_CACHE_SUPERBLOCKS 8
 #define BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS 1
 /* Medium blocks are large: a bin's cache also holds at most this much, so that blocks a

@@ -69,6 +69,7 @@ bx_heap_t *bx_heap_create(int node, int state) {
     bx_heap_reset_bin_table(h);
     bx_blockcache_init(&h->small_blocks, h, BX_TAG_SMALL, BX_BLOCK_SIZE, BX_SMALL_BLOCK_CACHE_SUPERBLOCKS, UINT32_MAX,
                        node, h->small_block_lists, BX_SMALL_BINS);
+    bx_blockcache_lend(&h->small_blocks);
     for (unsigned i = 0; i < BX_MEDIUM_BINS; i++) {
         uint32_t max_blocks = (uint32_t)(BX_MEDIUM_BLOCK_CACHE_BYTES / bx_medium_size[i]);
         bx_blockcache_init(&h->medium[i], h, BX_TAG_MEDIUM, bx_medium_size[i], BX_MEDIUM_BLOCK_CACHE_SUPERBLOCKS,
@@ -182,7 +183,7 @@ static void mixed_give_back(bx_heap_t *h, bx_block_t *blk) {
     blk->prev = blk->next = NULL;
     bx_mixed_release(blk);
     blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
-    bx_blockcache_free(&h->small_blocks, bx_superblock_of(blk->mem), blk->mem);
+    bx_blockcache_free_home(bx_superblock_of(blk->mem), blk->mem);
 }
 
 void bx_heap_free_mixed(bx_heap_t *self, bx_block_t *blk, void *p) {

@@ -46,6 +46,9 @@ typedef struct bx_blockcache {
     /* The owner takes it for every operation, uncontended but for the reclaimer, which
      * empties the caches of threads that stopped calling us (retention.h). */
     bx_lock_t lock;
+    /* The next cache that lends its surplus to others of its node (bx_blockcache_lend). */
+    struct bx_blockcache *next_lender;
+    bool lends;
 } bx_blockcache_t;
 
 /* `lists` lists whose heads are `heads` (at most BX_BLOCKCACHE_LISTS); with one list, heads
@@ -66,6 +69,16 @@ void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out);
 bool bx_blockcache_would_grow(bx_blockcache_t *bc);
 /* Takes back a block of superblock sb. */
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
+/* An emptied small block goes back to the cache whose allocator cut it: lent blocks go home. */
+void bx_blockcache_free_home(bx_superblock_t *sb, void *block);
+/* Lists a small cache (one that lives as long as the process) among those that lend: when
+ * another cache of its node is empty and would cut fresh pages, it takes one of this cache's
+ * blocks beyond BX_LEND_RESERVE_BLOCKS instead. */
+void bx_blockcache_lend(bx_blockcache_t *bc);
+/* fork: every lending cache's lock, taken in the parent, given back or reset after. */
+void bx_blockcache_lock_lenders(void);
+void bx_blockcache_unlock_lenders(void);
+void bx_blockcache_reset_lenders(void);
 /* Returns every cached block to the block allocator; with give_pages, the pages of those
  * whose superblock stays in use go back to the OS. */
 void bx_blockcache_flush(bx_blockcache_t *bc, bool give_pages);

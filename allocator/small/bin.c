@@ -78,7 +78,7 @@ static void place(bx_bin_t *b, bx_block_t *blk) {
     if (blk->used == 0) {
         list_unlink(b, blk);
         blk->heap = BX_BLOCK_NO_OWNER; /* stale pointers into it are no longer anyone's */
-        bx_blockcache_free(b->cache, bx_superblock_of(blk->mem), blk->mem);
+        bx_blockcache_free_home(bx_superblock_of(blk->mem), blk->mem);
         return;
     }
     unsigned list = list_for(blk);

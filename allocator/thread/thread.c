@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stddef.h>
 
+#include "mem/blockcache.h"
 #include "mem/large.h"
 #include "base/lock.h"
 #include "mem/node.h"
@@ -520,6 +521,9 @@ static void shared_locks(void (*fn)(bx_lock_t *)) {
 static void fork_prepare(void) {
     bx_lock(&registry_lock);
     shared_locks(bx_lock);
+    /* Before the node's: a cache's lock is held over its node's. A child gives lent blocks
+     * back to their caches, other threads' heaps' included. */
+    bx_blockcache_lock_lenders();
     bx_large_lock();
     bx_node_lock_all();
     bx_mixed_lock_all();
@@ -529,6 +533,7 @@ static void fork_parent(void) {
     bx_mixed_unlock_all();
     bx_node_unlock_all();
     bx_large_unlock();
+    bx_blockcache_unlock_lenders();
     shared_locks(bx_unlock);
     bx_unlock(&registry_lock);
 }
@@ -537,6 +542,7 @@ static void fork_child(void) {
     bx_mixed_reset_locks();
     bx_node_reset_locks();
     bx_large_reset_lock();
+    bx_blockcache_reset_lenders();
     shared_locks(bx_lock_reset);
     bx_lock_reset(&registry_lock);
     /* Other threads' heaps may be mid-update: never touch them again (their memory

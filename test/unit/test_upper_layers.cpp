@@ -14,6 +14,7 @@ const char *probe_remote_free(void);
 const char *probe_remote_runs_overflow(void);
 const char *probe_remote_after_fork_hole(void);
 const char *probe_keep_bound(void);
+const char *probe_lend(void);
 const char *probe_tick(void);
 const char *probe_core(void);
 void probe_core_free_inside(void);
@@ -70,6 +71,11 @@ TEST_CASE("after fork, a run whose first word its sender never stored is skipped
 TEST_CASE("a heap's keeps together hold at most their bound of other heaps' objects, and reopen only below a quarter of it",
           "[heap][remote]") {
     REQUIRE(ok(probe_keep_bound()) == "");
+}
+
+TEST_CASE("a heap with no cached block takes another's surplus instead of fresh memory, and gives it back home",
+          "[heap][lend]") {
+    REQUIRE(ok(probe_lend()) == "");
 }
 
 TEST_CASE("start-up registers retention's decay tick with the heap, and a due tick runs it", "[heap][retention]") {

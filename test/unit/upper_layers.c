@@ -278,6 +278,46 @@ const char *probe_keep_bound(void) {
     return NULL;
 }
 
+/* A heap whose cache is empty takes the surplus another heap's cache holds rather than cut
+ * fresh memory, and each lent block goes back to the cache that cut it once emptied. */
+const char *probe_lend(void) {
+    enum { SIZE = 1024, LENDER_BLOCKS = 200, BORROWED_BLOCKS = 8 };
+    start();
+    bx_heap_t *lender = bx_heap_create(0, BX_HEAP_LIVE), *borrower = bx_heap_create(0, BX_HEAP_LIVE);
+    CHECK(lender && borrower, "no heaps");
+    uint32_t per_block = (BX_BLOCK_SIZE - 1024) / SIZE, n = LENDER_BLOCKS * per_block;
+    char **objs = calloc(n, sizeof *objs);
+    for (uint32_t i = 0; i < n; i++) CHECK((objs[i] = bx_heap_alloc(lender, SIZE)), "lender allocation %u failed", i);
+    for (uint32_t i = 0; i < n; i++) free_own(lender, objs[i]);
+    /* As at its thread's exit: the bins' blocks go to the cache, which keeps them. */
+    bx_retention_release_heap(lender, BX_RELEASE_THREAD_EXIT);
+    uint32_t cached = lender->small_blocks.count;
+    CHECK(cached >= LENDER_BLOCKS / 2 + BX_LEND_RESERVE_BLOCKS, "the lender caches only %u blocks", cached);
+    /* The borrower's blocks: all lent (some other heap may have had a surplus too). */
+    uint32_t m = BORROWED_BLOCKS * per_block;
+    for (uint32_t i = 0; i < m; i++) {
+        CHECK((objs[i] = bx_heap_alloc(borrower, SIZE)), "borrower allocation %u failed", i);
+        memset(objs[i], 0x3c, SIZE);
+        bx_superblock_t *sb = bx_superblock_of(objs[i]);
+        CHECK(sb->owner != &borrower->small_blocks.alloc, "object %u is in a block cut for the borrower", i);
+        CHECK(bx_block_of(objs[i])->heap == borrower, "object %u's block names another heap", i);
+    }
+    CHECK(borrower->small_blocks.alloc.superblocks == 0, "the borrower cut %zu superblocks",
+          (size_t)borrower->small_blocks.alloc.superblocks);
+    uint32_t lent = cached - lender->small_blocks.count;
+    CHECK(bx_heap_check(borrower) && bx_heap_check(lender), "bx_heap_check failed with blocks lent");
+    for (uint32_t i = 0; i < m; i++)
+        for (uint32_t b = 0; b < SIZE; b++) CHECK((unsigned char)objs[i][b] == 0x3c, "object %u byte %u changed", i, b);
+    for (uint32_t i = 0; i < m; i++) free_own(borrower, objs[i]);
+    bx_retention_release_heap(borrower, BX_RELEASE_THREAD_EXIT);
+    CHECK(borrower->small_blocks.count == 0, "%u lent blocks stayed in the borrower's cache", borrower->small_blocks.count);
+    CHECK(lender->small_blocks.count == cached, "the lender lent %u blocks and has %u of %u back", lent,
+          lender->small_blocks.count, cached);
+    CHECK(bx_heap_check(borrower) && bx_heap_check(lender), "bx_heap_check failed after the blocks went home");
+    free(objs);
+    return NULL;
+}
+
 /* The decay tick is retention's, registered at start-up: a tick due runs it. */
 const char *probe_tick(void) {
     start();
