@@ -91,7 +91,7 @@ void bx_heap_set_state(bx_heap_t *h, int state) {
 void bx_heap_free_medium(bx_heap_t *h, void *sbp, uint32_t index) {
     bx_superblock_t *sb = sbp;
     h->counters.medium_live_bytes -= sb->block_size;
-    bx_blockcache_free((bx_blockcache_t *)sb->owner, sb, bx_sb_block(sb, index));
+    bx_blockcache_free_home(sb, bx_sb_block(sb, index));
 }
 
 void bx_heap_free_front_full(bx_heap_t *h, bx_block_t *blk, void *obj) {

@@ -147,12 +147,20 @@ void bx_blockcache_reset_lenders(void) {
         bx_lock_reset(&c->lock);
 }
 
-static void *pop_list(bx_blockcache_t *bc, unsigned list) {
-    void *block = pop_head(bc, list);
-    if (block == bc->last_given) bc->last_given = NULL;
+/* A block just taken off bc's lists leaves its counts; its superblock. */
+static bx_superblock_t *uncache(bx_blockcache_t *bc, void *block) {
     set_count(bc, bc->count - 1);
     bx_superblock_t *sb = cached_sb(block);
     if (--sb->cached == 0) bc->represented--;
+    return sb;
+}
+
+/* The head of one list, taken; *sb_out (if not NULL) is set to its superblock. */
+static void *pop_list(bx_blockcache_t *bc, unsigned list, bx_superblock_t **sb_out) {
+    void *block = pop_head(bc, list);
+    if (block == bc->last_given) bc->last_given = NULL;
+    bx_superblock_t *sb = uncache(bc, block);
+    if (sb_out) *sb_out = sb;
     return block;
 }
 
@@ -168,11 +176,11 @@ static void *borrow_elsewhere(bx_blockcache_t *bc, unsigned want, bx_superblock_
         if (c != bc && c->alloc.node == bc->alloc.node &&
             __atomic_load_n(&c->count, __ATOMIC_RELAXED) > BX_LEND_RESERVE_BLOCKS && bx_trylock(&c->lock)) {
             void *block = NULL;
-            if (c->count > BX_LEND_RESERVE_BLOCKS) block = pop_list(c, c->lists > 1 ? nearest_list(c, want % c->lists) : 0);
+            if (c->count > BX_LEND_RESERVE_BLOCKS)
+                block = pop_list(c, c->lists > 1 ? nearest_list(c, want % c->lists) : 0, sb_out);
             bx_unlock(&c->lock);
             if (block) {
                 if (c != start) atomic_store_explicit(&lend_hint, c, memory_order_relaxed);
-                if (sb_out) *sb_out = cached_sb(block);
                 return block;
             }
         }
@@ -208,13 +216,8 @@ static void *take(bx_blockcache_t *bc, bx_superblock_t **sb_out, bool not_last, 
             block = unlink_second(bc);
         }
     }
-    if (!block) {
-        block = pop_head(bc, list);
-        if (block == bc->last_given) bc->last_given = NULL;
-    }
-    set_count(bc, bc->count - 1);
-    bx_superblock_t *sb = cached_sb(block);
-    if (--sb->cached == 0) bc->represented--;
+    if (!block) return pop_list(bc, list, sb_out);
+    bx_superblock_t *sb = uncache(bc, block);
     if (sb_out) *sb_out = sb;
     return block;
 }

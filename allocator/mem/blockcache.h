@@ -69,7 +69,8 @@ void *bx_blockcache_borrow(bx_blockcache_t *bc, bx_superblock_t **sb_out);
 bool bx_blockcache_would_grow(bx_blockcache_t *bc);
 /* Takes back a block of superblock sb. */
 void bx_blockcache_free(bx_blockcache_t *bc, bx_superblock_t *sb, void *block);
-/* An emptied small block goes back to the cache whose allocator cut it: lent blocks go home. */
+/* A block goes back to the cache whose allocator cut it (its superblock's owner): a lent
+ * small block goes home. */
 void bx_blockcache_free_home(bx_superblock_t *sb, void *block);
 /* Lists a small cache (one that lives as long as the process) among those that lend: when
  * another cache of its node is empty and would cut fresh pages, it takes one of this cache's
